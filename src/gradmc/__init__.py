@@ -1,0 +1,37 @@
+"""gradmc: gradient-based MCMC on continuous and discrete spaces, in JAX.
+
+Quick start::
+
+    import gradmc
+    target = gradmc.target("banana")
+    trace = gradmc.sample(target, "mala", num_chains=4, num_warmup=500, num_draws=1000, seed=0)
+    print(gradmc.diagnostics.summary(trace.draws))
+    idata = trace.to_arviz()
+"""
+
+from gradmc import spaces
+from gradmc.base import PerDatumModel, Recipe, Sampler, SamplingAlgorithm, StepStats, Target, Truth
+from gradmc.continuous import am, hmc, mala, rwm, sgld  # noqa: F401  (registers samplers)
+from gradmc.registry import UnknownNameError, sampler, samplers, target, targets
+from gradmc.run import sample
+from gradmc.trace import Trace
+
+__all__ = [
+    "PerDatumModel",
+    "Recipe",
+    "Sampler",
+    "SamplingAlgorithm",
+    "StepStats",
+    "Target",
+    "Trace",
+    "Truth",
+    "UnknownNameError",
+    "sample",
+    "sampler",
+    "samplers",
+    "spaces",
+    "target",
+    "targets",
+]
+
+__version__ = "0.1.0"

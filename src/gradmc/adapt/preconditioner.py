@@ -1,0 +1,257 @@
+"""PAVG's preconditioner: M_ε and its square root, and how M is chosen or learned
+(Rhodes & Gutmann 2022, App. F).
+
+* :func:`make_preconditioner` — M_ε = M + d_ε I with d_ε = max(0, −λ_min(M)) + 2/ε
+  (eq. 39, safe for M with negative eigenvalues) and its symmetric square root R, computed
+  once per M from one eigendecomposition (the kernel then needs two mat-vecs per step).
+* :func:`from_data` — the covariance or precision of a data set (App. F, EBMs).
+* :func:`least_squares_scale`, :func:`choose_candidate` — App. F.1: for each candidate
+  M (empirical covariance and precision of the burn-in samples) the least-squares γ0 of
+  eqs 36–37, keeping the candidate γ0 M of lower loss.
+* :func:`adapt_gamma` — Algorithm F.5 (AdaptGamma), maximising the mean L1 jump.
+* :func:`learning_sampler` — Algorithm F.4 as a warm-up: collect the burn-in history for
+  ``fit_at`` steps, fit M, then AdaptGamma every ``refit_interval`` steps with a decaying
+  rate. Statistics are pooled across chains (``lax.pmean`` over the runner's ``"chain"``
+  axis) when that axis exists, else each chain adapts on its own history. Adaptation stops
+  at ``finalize``; the kept chain is a fixed PAVG kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gradmc.base import Sampler
+from gradmc.linalg import check_square
+
+__all__ = [
+    "Preconditioner",
+    "check_matrix",
+    "make_preconditioner",
+    "from_eigh",
+    "from_data",
+    "least_squares_scale",
+    "choose_candidate",
+    "adapt_gamma",
+    "pool_chains",
+    "learning_sampler",
+    "DEFAULTS",
+]
+
+DEFAULTS = dict(num_fit=1000, refit_interval=100, adapt_rate=0.25, decay=0.99)
+"""Algorithm F.4 defaults (experiments.md): N_M = 1000, N_adapt = 100, δ = 0.25, ρ = 0.99."""
+
+
+class Preconditioner(NamedTuple):
+    """M (n×n, acting on the flattened position), R = M_ε^{1/2} (symmetric) and d_ε."""
+
+    matrix: jax.Array
+    root: jax.Array
+    d_eps: jax.Array
+
+
+def check_matrix(M, dim: int, what: str = "PAVG preconditioner M") -> np.ndarray:
+    """``M`` as a float array after checking shape ``(dim, dim)``, finiteness and symmetry."""
+    m = check_square(M, what, dim)
+    if not np.allclose(m, m.T, rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(m).max()))):
+        raise ValueError(f"{what} must be symmetric")
+    return 0.5 * (m + m.T)
+
+
+def from_eigh(eigvecs, eigvals, step_size) -> Preconditioner:
+    """Preconditioner of M = V diag(λ) Vᵀ for step size ε (eq. 39)."""
+    d_eps = jnp.maximum(0.0, -jnp.min(eigvals)) + 2.0 / step_size
+    root_vals = jnp.sqrt(jnp.maximum(eigvals + d_eps, 0.0))
+    matrix = (eigvecs * eigvals) @ eigvecs.T
+    root = (eigvecs * root_vals) @ eigvecs.T
+    return Preconditioner(matrix.astype(jnp.float32), root.astype(jnp.float32), jnp.asarray(d_eps, jnp.float32))
+
+
+def make_preconditioner(M, step_size) -> Preconditioner:
+    """Preconditioner for a given symmetric M (negative eigenvalues allowed, eq. 39)."""
+    eigvals, eigvecs = jnp.linalg.eigh(jnp.asarray(M, jnp.float32))
+    return from_eigh(eigvecs, eigvals, step_size)
+
+
+def from_data(samples, kind: str = "covariance") -> np.ndarray:
+    """Empirical covariance or precision (pseudo-inverse) of ``samples`` (N, *event)."""
+    x = np.asarray(samples, dtype=np.float64)
+    x = x.reshape(x.shape[0], -1)
+    if x.shape[0] < 2 or not np.all(np.isfinite(x)):
+        raise ValueError(f"from_data needs at least 2 finite samples, got shape {x.shape}")
+    cov = np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])
+    if kind == "covariance":
+        return cov
+    if kind == "precision":
+        return np.linalg.pinv(cov, hermitian=True)
+    raise ValueError(f"kind must be 'covariance' or 'precision', got {kind!r}")
+
+
+def pool_chains(x):
+    """Mean over the runner's ``"chain"`` axis when it exists (else ``x`` itself)."""
+    try:
+        return jax.lax.pmean(x, "chain")
+    except NameError:
+        return x
+
+
+def least_squares_scale(M, deltas, ys):
+    """γ0 = argmin Σ_t (y_t − γ0 x_t)², x_t = ½ Δ_tᵀ M Δ_t (eqs 36–37); returns (γ0, loss).
+
+    ``deltas`` (T, n) are the moves s_{t+1} − s_t and ``ys`` (T,) the residuals
+    y_t = f(s_{t+1}) − f(s_t) − ∇f(s_t)ᵀΔ_t. Sums are pooled across chains.
+    """
+    x = 0.5 * jnp.einsum("ti,ij,tj->t", deltas, M, deltas)
+    sxy, sxx, syy = (pool_chains(jnp.sum(v)) for v in (x * ys, x * x, ys * ys))
+    gamma0 = jnp.where(sxx > 0, sxy / jnp.where(sxx > 0, sxx, 1.0), 0.0)
+    return gamma0, syy - 2.0 * gamma0 * sxy + gamma0**2 * sxx
+
+
+def choose_candidate(candidates, deltas, ys):
+    """App. F.1: the rescaled candidate γ0 M of lowest least-squares loss."""
+    best, best_loss = None, None
+    for M in candidates:
+        gamma0, loss = least_squares_scale(M, deltas, ys)
+        if best is None:
+            best, best_loss = gamma0 * M, loss
+        else:
+            better = loss < best_loss
+            best, best_loss = jnp.where(better, gamma0 * M, best), jnp.where(better, loss, best_loss)
+    return best
+
+
+def adapt_gamma(gamma, gamma_old, rate, a_new, a_old):
+    """Algorithm F.5: move γ in the direction that increased the mean jump; returns (γ, γ_old)."""
+    increased = gamma >= gamma_old
+    improved = a_new >= a_old
+    step = jnp.where(increased == improved, rate, -rate)
+    new_gamma = jnp.where(jnp.abs(gamma) >= 1.0, gamma * (1.0 + step), gamma + step)
+    return new_gamma, gamma
+
+
+class LearningState(NamedTuple):
+    kernel: NamedTuple
+    precond: Preconditioner
+    eigvecs: jax.Array  # eigendecomposition of the fitted M (γ = 1)
+    eigvals: jax.Array
+    gamma: jax.Array
+    gamma_old: jax.Array
+    rate: jax.Array
+    deltas: jax.Array  # (fit_at, n) burn-in history of moves
+    ys: jax.Array  # (fit_at,) residuals of eq. 37
+    sum_s: jax.Array
+    sum_ss: jax.Array
+    window_sum: jax.Array
+    prev_window_mean: jax.Array
+
+
+def learning_sampler(
+    name: str,
+    kernel_init: Callable,
+    kernel: Callable,
+    stats_fn: Callable,
+    dim: int,
+    step_size,
+    num_warmup: int,
+    M=None,
+    adapt: bool = True,
+    num_fit: int = DEFAULTS["num_fit"],
+    refit_interval: int = DEFAULTS["refit_interval"],
+    adapt_rate: float = DEFAULTS["adapt_rate"],
+    decay: float = DEFAULTS["decay"],
+) -> Sampler:
+    """PAVG warm-up of Algorithm F.4 around ``kernel(key, state, precond) -> (state, info)``.
+
+    ``M=None``: M starts at 0 (AVG) and is fitted after ``fit_at = min(num_fit,
+    num_warmup // 2)`` steps from the burn-in history (App. F.1). With ``M`` given, lines
+    5–8 are dropped (App. F). ``adapt``: run AdaptGamma on γ every ``refit_interval``
+    steps after the fit, rate ``adapt_rate`` decaying by ``decay``.
+    """
+    learn = M is None
+    fit_at = min(int(num_fit), int(num_warmup) // 2) if learn else 0
+    base = jnp.zeros((dim, dim), jnp.float32) if learn else jnp.asarray(M, jnp.float32)
+    eigvals0, eigvecs0 = jnp.linalg.eigh(base)
+    n_hist = max(fit_at, 1)
+
+    def init(key, position):
+        del key
+        return LearningState(
+            kernel=kernel_init(position),
+            precond=from_eigh(eigvecs0, eigvals0, step_size),
+            eigvecs=eigvecs0,
+            eigvals=eigvals0,
+            gamma=jnp.float32(1.0),
+            gamma_old=jnp.float32(1.0),
+            rate=jnp.float32(adapt_rate),
+            deltas=jnp.zeros((n_hist, dim), jnp.float32),
+            ys=jnp.zeros((n_hist,), jnp.float32),
+            sum_s=jnp.zeros((dim,), jnp.float32),
+            sum_ss=jnp.zeros((dim, dim), jnp.float32),
+            window_sum=jnp.float32(0.0),
+            prev_window_mean=jnp.float32(0.0),
+        )
+
+    def record(ws, old, new, t):
+        s = new.position.ravel()
+        delta = s - old.position.ravel()
+        y = new.logdensity - old.logdensity - jnp.dot(old.grad.ravel(), delta)
+        keep = t < fit_at
+        return ws._replace(
+            deltas=ws.deltas.at[t].set(delta, mode="drop"),
+            ys=ws.ys.at[t].set(jnp.where(jnp.isfinite(y), y, 0.0), mode="drop"),
+            sum_s=ws.sum_s + jnp.where(keep, s, 0.0),
+            sum_ss=ws.sum_ss + jnp.where(keep, jnp.outer(s, s), 0.0),
+        )
+
+    def fit(ws):
+        mean = pool_chains(ws.sum_s) / fit_at
+        cov = pool_chains(ws.sum_ss) / fit_at - jnp.outer(mean, mean)
+        cov = 0.5 * (cov + cov.T)
+        precision = jnp.linalg.pinv(cov, hermitian=True)
+        fitted = choose_candidate([cov, precision], ws.deltas, ws.ys)
+        vals, vecs = jnp.linalg.eigh(fitted)
+        return ws._replace(
+            eigvecs=vecs, eigvals=vals, gamma=jnp.float32(1.0), gamma_old=jnp.float32(1.0),
+            precond=from_eigh(vecs, vals, step_size),
+        )
+
+    def adapt_step(ws, a_new):
+        gamma, gamma_old = adapt_gamma(ws.gamma, ws.gamma_old, ws.rate, a_new, ws.prev_window_mean)
+        return ws._replace(
+            gamma=gamma, gamma_old=gamma_old, rate=ws.rate * decay,
+            precond=from_eigh(ws.eigvecs, gamma * ws.eigvals, step_size),
+        )
+
+    def warmup_step(key, ws, t):
+        old = ws.kernel
+        new, info = kernel(key, old, ws.precond)
+        ws = ws._replace(kernel=new, window_sum=ws.window_sum + info.jump)
+        count = t + 1
+        if learn:
+            ws = record(ws, old, new, t)
+            ws = jax.lax.cond(count == fit_at, fit, lambda w: w, ws)
+        window_end = count % refit_interval == 0
+        a_new = pool_chains(ws.window_sum) / refit_interval
+        if adapt:
+            ready = window_end & (count > fit_at) & (count >= 2 * refit_interval)
+            ws = jax.lax.cond(ready, adapt_step, lambda w, a: w, ws, a_new)
+        ws = ws._replace(
+            window_sum=jnp.where(window_end, 0.0, ws.window_sum),
+            prev_window_mean=jnp.where(window_end, a_new, ws.prev_window_mean),
+        )
+        return ws, stats_fn(new, info, ws)
+
+    def finalize(ws):
+        return ws.kernel, {"step_size": jnp.asarray(step_size, jnp.float32), "precond": ws.precond, "gamma": ws.gamma}
+
+    def step(key, state, params):
+        state, info = kernel(key, state, params["precond"])
+        return state, stats_fn(state, info, params)
+
+    def position(state):
+        return state.kernel.position if isinstance(state, LearningState) else state.position
+
+    return Sampler(name, init, warmup_step, finalize, step, position)

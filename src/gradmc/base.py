@@ -1,0 +1,228 @@
+"""The contract every part of gradmc speaks: targets, kernels, samplers, step statistics.
+
+Three layers, from the inside out:
+
+* **Kernels** follow BlackJAX's contract: a module with ``init(position, logdensity_fn)``,
+  ``build_kernel() -> kernel(rng_key, state, logdensity_fn, **params)`` and
+  ``as_top_level_api(...) -> SamplingAlgorithm``. ``SamplingAlgorithm`` *is* BlackJAX's
+  class, so a gradmc kernel runs in a plain ``state, info = alg.step(key, state)`` loop and
+  in BlackJAX's own tooling.
+* **Samplers** (:class:`Sampler`) bundle a kernel with its warm-up (adaptation) for one
+  chain: ``init`` -> ``warmup_step`` (repeated) -> ``finalize`` -> ``step`` (repeated, a
+  fixed kernel). The runner ``vmap``s them over chains with the axis name ``"chain"``,
+  so a warm-up may pool statistics across chains with ``jax.lax.pmean(x, "chain")``.
+* **Recipes** (:class:`Recipe`) are what the registry hands out: the user's options,
+  waiting for a target. ``recipe.bind(target, num_warmup)`` gives a :class:`Sampler`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from blackjax.base import SamplingAlgorithm
+
+from gradmc.spaces import Space
+
+__all__ = [
+    "SamplingAlgorithm",
+    "Truth",
+    "PerDatumModel",
+    "Target",
+    "StepStats",
+    "step_stats",
+    "Sampler",
+    "Recipe",
+    "mh_accept",
+    "reject_nonfinite",
+]
+
+ArrayTree = Any
+PRNGKey = jax.Array
+
+
+@dataclass(frozen=True)
+class Truth:
+    """What is known exactly about a target, for judging samplers against it.
+
+    ``mean``/``cov`` (or ``var`` alone) are moments of the coordinates; ``marginals`` is a
+    ``(d, k)`` array of exact univariate marginal probabilities over a discrete space's
+    ``k`` values; ``sample(key, n)`` draws ``n`` exact samples; ``source`` says how the
+    truth was obtained (closed form, quadrature, enumeration, ...).
+    """
+
+    mean: np.ndarray | None = None
+    cov: np.ndarray | None = None
+    var: np.ndarray | None = None
+    marginals: np.ndarray | None = None
+    sample: Callable[[PRNGKey, int], jax.Array] | None = None
+    source: str = ""
+
+    @property
+    def variance(self) -> np.ndarray | None:
+        if self.var is not None:
+            return np.asarray(self.var)
+        if self.cov is not None:
+            return np.diag(np.asarray(self.cov))
+        return None
+
+    @property
+    def second_moment(self) -> np.ndarray | None:
+        """E[x_i^2] = Var[x_i] + E[x_i]^2 (None when either is unknown)."""
+        if self.mean is None or self.variance is None:
+            return None
+        return self.variance + np.asarray(self.mean) ** 2
+
+
+class PerDatumModel(NamedTuple):
+    """A posterior written as prior x product of per-datum likelihoods, for minibatching.
+
+    ``logdensity(x) = logprior_fn(x) + sum_n loglik_fn(x, data[n])``; ``data`` is a pytree
+    whose leaves share a leading axis of length N.
+    """
+
+    logprior_fn: Callable[[jax.Array], jax.Array]
+    loglik_fn: Callable[[jax.Array, Any], jax.Array]
+    data: Any
+
+    @property
+    def num_data(self) -> int:
+        return int(jax.tree.leaves(self.data)[0].shape[0])
+
+
+@dataclass(frozen=True, eq=False)
+class Target:
+    """A distribution to sample: unnormalised log density on a space, with its truth.
+
+    ``logdensity_fn`` maps one position (shape ``space.event_shape``) to a scalar; for
+    discrete spaces it must also accept real-valued inputs, since the gradient samplers
+    differentiate it. ``initial_position(key)`` draws a starting point (default: N(0, I)
+    on ``Real``, the space's own default on discrete spaces). ``bounds`` is the plotting
+    box ``((x_lo, x_hi), (y_lo, y_hi))`` for 2-D targets.
+    """
+
+    name: str
+    logdensity_fn: Callable[[jax.Array], jax.Array]
+    space: Space
+    description: str = ""
+    truth: Truth | None = None
+    initial_position: Callable[[PRNGKey], jax.Array] | None = None
+    per_datum: PerDatumModel | None = None
+    bounds: tuple[tuple[float, float], tuple[float, float]] | None = None
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def dim(self) -> int:
+        return self.space.dim
+
+    def draw_initial(self, key: PRNGKey) -> jax.Array:
+        """One starting position for a chain."""
+        if self.initial_position is not None:
+            return self.initial_position(key)
+        if hasattr(self.space, "sample_uniform"):
+            return self.space.sample_uniform(key)
+        return jax.random.normal(key, self.space.event_shape)
+
+
+class StepStats(NamedTuple):
+    """Statistics of one transition, the same fields for every sampler.
+
+    ``acceptance_rate`` is the Metropolis–Hastings probability min(1, r) (1 for
+    rejection-free kernels); ``nonfinite`` flags a proposal rejected because its log
+    density or gradient was NaN/inf; ``num_grad_evals`` counts log-density+gradient
+    evaluations made by this step; ``extra`` holds sampler-specific scalars.
+    """
+
+    logdensity: jax.Array
+    acceptance_rate: jax.Array
+    is_accepted: jax.Array
+    step_size: jax.Array
+    num_grad_evals: jax.Array
+    diverging: jax.Array
+    nonfinite: jax.Array
+    extra: dict
+
+
+def step_stats(
+    logdensity,
+    acceptance_rate,
+    is_accepted,
+    step_size=jnp.nan,
+    num_grad_evals=1,
+    diverging=False,
+    nonfinite=False,
+    extra: dict | None = None,
+) -> StepStats:
+    """Build :class:`StepStats` with fixed dtypes, so every sampler's stats stack alike."""
+    return StepStats(
+        logdensity=jnp.asarray(logdensity, jnp.float32),
+        acceptance_rate=jnp.asarray(acceptance_rate, jnp.float32),
+        is_accepted=jnp.asarray(is_accepted, bool),
+        step_size=jnp.asarray(step_size, jnp.float32),
+        num_grad_evals=jnp.asarray(num_grad_evals, jnp.int32),
+        diverging=jnp.asarray(diverging, bool),
+        nonfinite=jnp.asarray(nonfinite, bool),
+        extra={} if extra is None else extra,
+    )
+
+
+class Sampler(NamedTuple):
+    """One chain's warm-up and fixed kernel, as the runner drives them.
+
+    * ``init(key, position) -> warmup_state``
+    * ``warmup_step(key, warmup_state, t) -> (warmup_state, StepStats)`` for t = 0..W-1
+    * ``finalize(warmup_state) -> (kernel_state, params)``: adaptation stops here.
+    * ``step(key, kernel_state, params) -> (kernel_state, StepStats)``: a fixed kernel.
+    * ``position(state)`` reads the position from a warm-up or kernel state.
+
+    ``params`` (the adapted step size, preconditioner, ...) are returned with the run.
+    """
+
+    name: str
+    init: Callable
+    warmup_step: Callable
+    finalize: Callable
+    step: Callable
+    position: Callable
+
+
+class Recipe(NamedTuple):
+    """A sampler name, its options, and how to build the :class:`Sampler` for a target."""
+
+    name: str
+    options: dict
+    build: Callable[..., Sampler]
+
+    def bind(self, target: Target, num_warmup: int) -> Sampler:
+        return self.build(target, num_warmup, **self.options)
+
+
+def mh_accept(key: PRNGKey, log_ratio: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Metropolis–Hastings test that rejects non-finite ratios.
+
+    Returns ``(accept, acceptance_probability, nonfinite)``. A NaN or +inf log ratio
+    comes from a proposal whose log density or gradient is not finite: it is rejected
+    (probability 0) and flagged, so NaN/inf never reaches the chain.
+    """
+    nonfinite = ~jnp.isfinite(log_ratio) & ~(log_ratio == -jnp.inf)
+    safe = jnp.where(nonfinite, -jnp.inf, log_ratio)
+    prob = jnp.exp(jnp.minimum(safe, 0.0))
+    accept = jnp.log(jax.random.uniform(key, dtype=prob.dtype)) < safe
+    return accept, prob, nonfinite
+
+
+def reject_nonfinite(logdensity_fn: Callable) -> Callable:
+    """``logdensity_fn`` with NaN and +inf mapped to -inf (zero density).
+
+    For kernels that are not ours (BlackJAX HMC/NUTS): a NaN or +inf log density would
+    otherwise be accepted or poison a trajectory; as -inf it is simply never accepted.
+    """
+
+    def safe(x):
+        value = logdensity_fn(x)
+        return jnp.where(jnp.isfinite(value), value, -jnp.inf)
+
+    return safe

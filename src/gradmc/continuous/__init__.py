@@ -1,0 +1,1 @@
+"""Continuous-space kernels: RWM, MALA/ULA, SGLD, AM, HMC/NUTS (BlackJAX), gad."""

@@ -1,0 +1,97 @@
+"""Input checks and small shared pieces of the diagnostics (host side, NumPy).
+
+Draws are always shaped ``(chain, draw, *event)``, the ArviZ convention.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+
+def arviz():
+    """Import ArviZ lazily (it costs ~1 s) and without its import-time FutureWarning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz as az
+    return az
+
+
+def as_draws(draws, *, what: str = "draws", min_draws: int = 2, finite: bool = True) -> np.ndarray:
+    """``draws`` as a float64 array shaped (chain, draw, *event), or a ``ValueError``."""
+    arr = np.asarray(draws)
+    if arr.ndim < 2:
+        raise ValueError(f"{what} must be shaped (chain, draw, *event), got shape {arr.shape}")
+    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise ValueError(f"{what} must be numeric, got dtype {arr.dtype}")
+    if arr.shape[1] < min_draws:
+        raise ValueError(f"{what} needs at least {min_draws} draws per chain, got shape {arr.shape}")
+    arr = arr.astype(np.float64)
+    if finite and not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise ValueError(f"{what} has {bad} non-finite entries")
+    return arr
+
+
+def flat_coords(draws: np.ndarray) -> np.ndarray:
+    """(chain, draw, *event) -> (chain, draw, num_coords); a scalar series gets one coordinate."""
+    return draws.reshape(draws.shape[0], draws.shape[1], -1)
+
+
+def coord_names(event_shape: tuple[int, ...], prefix: str = "x") -> list[str]:
+    """``x[0]``, ``x[1]``, ... (``x[i,j]`` for matrix events) in C order."""
+    if not event_shape:
+        return [prefix]
+    return [f"{prefix}[{','.join(map(str, idx))}]" for idx in np.ndindex(*event_shape)]
+
+
+def ess_mean(series: np.ndarray) -> np.ndarray:
+    """ArviZ's ESS for the mean (split chains, Geyer initial monotone sequence) of each column.
+
+    ``series`` is (chain, draw, k); returns (k,). Used for the MCSE of any functional:
+    MCSE(g) = sd(g) / sqrt(ESS(g)).
+    """
+    az = arviz()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = az.convert_to_dataset(np.asarray(series, dtype=np.float64))
+        return np.asarray(az.ess(ds, method="mean")["x"].values, dtype=np.float64).reshape(-1)
+
+
+def check_values(values) -> np.ndarray:
+    """A discrete coordinate's value set: 1-D, finite, strictly increasing."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 1 or v.size < 2:
+        raise ValueError(f"values must be a 1-D array of at least 2 values, got shape {v.shape}")
+    if not np.all(np.isfinite(v)) or np.any(np.diff(v) <= 0):
+        raise ValueError("values must be finite, sorted and without duplicates")
+    return v
+
+
+def value_indices(draws, values) -> np.ndarray:
+    """Map discrete draws to integer value indices, shaped (chain, draw, d).
+
+    ``draws`` is (chain, draw, d) with entries in ``values``, or (chain, draw, d, k)
+    one-hot rows (categorical), with ``k == len(values)``.
+    """
+    v = check_values(values)
+    arr = np.asarray(draws)
+    if arr.ndim == 4:
+        if arr.shape[-1] != v.size:
+            raise ValueError(f"one-hot draws have {arr.shape[-1]} categories; values has {v.size}")
+        if not (np.all((arr == 0) | (arr == 1)) and np.all(arr.sum(-1) == 1)):
+            raise ValueError("one-hot draws must have exactly one 1 per row and zeros elsewhere")
+        return np.argmax(arr, axis=-1)
+    if arr.ndim != 3:
+        raise ValueError(
+            f"discrete draws must be (chain, draw, d) or one-hot (chain, draw, d, k), got shape {arr.shape}"
+        )
+    arr = arr.astype(np.float64)
+    idx = np.clip(np.searchsorted(v, arr), 0, v.size - 1)
+    tol = 1e-6 * max(1.0, float(np.max(np.abs(v))))
+    ok = np.abs(v[idx] - arr) <= tol
+    if not np.all(ok):
+        bad = arr[~ok].ravel()[:3]
+        raise ValueError(f"draws contain values outside the value set, e.g. {bad.tolist()}; expected one of {v.tolist()}")
+    return idx

@@ -1,0 +1,141 @@
+"""Name -> constructor registries for samplers and targets.
+
+Sampler modules register a builder ``build(target, num_warmup, **options) -> Sampler``
+with :func:`register_sampler`; target modules register a factory
+``factory(**options) -> Target`` with :func:`register_target`. Unknown names raise
+:class:`UnknownNameError`, which lists the valid ones.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable, NamedTuple
+
+from gradmc.base import Recipe, Target
+
+__all__ = [
+    "UnknownNameError",
+    "Entry",
+    "register_sampler",
+    "register_target",
+    "register_experiment",
+    "experiment",
+    "experiments",
+    "sampler",
+    "target",
+    "samplers",
+    "targets",
+]
+
+
+class UnknownNameError(ValueError):
+    """A sampler or target name that is not registered (the message lists valid ones)."""
+
+
+class Entry(NamedTuple):
+    name: str
+    constructor: Callable
+    description: str
+    kind: str  # "continuous", "discrete" or "any"
+
+
+class _Registry:
+    def __init__(self, what: str):
+        self.what = what
+        self.entries: dict[str, Entry] = {}
+
+    def add(self, name: str, constructor: Callable, description: str, kind: str) -> None:
+        if name in self.entries:
+            raise ValueError(f"{self.what} {name!r} is registered twice")
+        if kind not in ("continuous", "discrete", "any"):
+            raise ValueError(f"kind must be continuous, discrete or any, got {kind!r}")
+        self.entries[name] = Entry(name, constructor, description, kind)
+
+    def get(self, name: str) -> Entry:
+        try:
+            return self.entries[name]
+        except KeyError:
+            valid = ", ".join(sorted(self.entries))
+            raise UnknownNameError(f"unknown {self.what} {name!r}; valid {self.what}s: {valid}") from None
+
+    def check_options(self, entry: Entry, options: dict, skip: int) -> None:
+        params = list(inspect.signature(entry.constructor).parameters.values())[skip:]
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            return
+        allowed = {p.name for p in params}
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise TypeError(
+                f"{self.what} {entry.name!r} has no option(s) {unknown}; "
+                f"its options are: {sorted(allowed) or 'none'}"
+            )
+
+
+_samplers = _Registry("sampler")
+_targets = _Registry("target")
+_experiments = _Registry("experiment")
+
+
+def register_sampler(name: str, description: str, kind: str = "continuous"):
+    """Decorator: register ``build(target, num_warmup, **options) -> Sampler`` under ``name``."""
+
+    def decorate(build):
+        _samplers.add(name, build, description, kind)
+        return build
+
+    return decorate
+
+
+def register_target(name: str, description: str, kind: str = "continuous"):
+    """Decorator: register ``factory(**options) -> Target`` under ``name``."""
+
+    def decorate(factory):
+        _targets.add(name, factory, description, kind)
+        return factory
+
+    return decorate
+
+
+def register_experiment(name: str, description: str, kind: str = "any"):
+    """Decorator: register ``run(*, out: Path, full: bool, seed: int, progress: bool) -> str``
+    (the experiment writes its tables and figures into ``out`` and returns its report text)."""
+
+    def decorate(run):
+        _experiments.add(name, run, description, kind)
+        return run
+
+    return decorate
+
+
+def sampler(name: str, **options) -> Recipe:
+    """The sampler ``name`` with ``options`` (e.g. ``sampler("mala", step_size=0.1)``)."""
+    entry = _samplers.get(name)
+    _samplers.check_options(entry, options, skip=2)
+    return Recipe(name, dict(options), entry.constructor)
+
+
+def target(name: str, **options) -> Target:
+    """Build the registered target ``name`` (e.g. ``target("gaussian-2d-corr")``)."""
+    entry = _targets.get(name)
+    _targets.check_options(entry, options, skip=0)
+    return entry.constructor(**options)
+
+
+def samplers(kind: str | None = None) -> list[Entry]:
+    """Registered samplers, sorted by name, optionally only those of one kind."""
+    return [e for _, e in sorted(_samplers.entries.items()) if kind is None or e.kind in (kind, "any")]
+
+
+def targets(kind: str | None = None) -> list[Entry]:
+    """Registered targets, sorted by name, optionally only those of one kind."""
+    return [e for _, e in sorted(_targets.entries.items()) if kind is None or e.kind == kind]
+
+
+def experiment(name: str) -> Entry:
+    """The registered experiment ``name`` (``entry.constructor`` runs it)."""
+    return _experiments.get(name)
+
+
+def experiments() -> list[Entry]:
+    """Registered experiments (``gradmc reproduce NAME``), sorted by name."""
+    return [e for _, e in sorted(_experiments.entries.items())]

@@ -1,0 +1,137 @@
+"""Tables and matplotlib figures from traces: what ``gradmc sample`` and ``compare`` show.
+
+Plain-text tables (no extra dependency) and PNG figures written with the Agg backend, so
+everything works on a machine without a display.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["format_table", "plot_trace", "plot_pairs", "plot_compare_bars", "plot_draws_over_density"]
+
+
+def _cell(value) -> str:
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(value):
+            return "-" if math.isnan(value) else str(value)
+        if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
+            return f"{value:.3g}"
+        return f"{value:.4g}" if abs(value) < 100 else f"{value:.1f}"
+    return str(value)
+
+
+def format_table(rows: Sequence[dict], columns: Sequence[str] | None = None, title: str | None = None) -> str:
+    """Rows of dicts as an aligned plain-text table (first column left-aligned)."""
+    if not rows:
+        return title or ""
+    columns = list(columns or rows[0].keys())
+    cells = [[_cell(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+
+    def line(values):
+        return "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
+
+    out = [title] if title else []
+    out += [line(columns), line(["-" * w for w in widths])] + [line(r) for r in cells]
+    return "\n".join(out)
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_trace(draws: np.ndarray, path: Path, *, max_coords: int = 4, title: str = "") -> Path:
+    """Trace lines of the first coordinates, one colour per chain."""
+    plt = _pyplot()
+    flat = draws.reshape(draws.shape[0], draws.shape[1], -1)
+    k = min(max_coords, flat.shape[-1])
+    fig, axes = plt.subplots(k, 1, figsize=(8, 1.8 * k), sharex=True, squeeze=False)
+    for i in range(k):
+        ax = axes[i, 0]
+        for c in range(flat.shape[0]):
+            ax.plot(flat[c, :, i], lw=0.5, alpha=0.8)
+        ax.set_ylabel(f"x[{i}]")
+    axes[-1, 0].set_xlabel("draw")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_pairs(draws: np.ndarray, path: Path, *, title: str = "", max_points: int = 4000) -> Path:
+    """Scatter of the first two coordinates with the chains pooled."""
+    plt = _pyplot()
+    flat = draws.reshape(-1, draws.shape[-1])
+    step = max(1, flat.shape[0] // max_points)
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.scatter(flat[::step, 0], flat[::step, 1], s=3, alpha=0.4)
+    ax.set_xlabel("x[0]")
+    ax.set_ylabel("x[1]")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_compare_bars(rows: Sequence[dict], metrics: Sequence[str], path: Path, *, title: str = "") -> Path:
+    """One bar panel per metric, one bar per sampler (log scale where values span decades)."""
+    plt = _pyplot()
+    names = [r["sampler"] for r in rows]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.5), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        values = np.array([float(r.get(metric, np.nan)) for r in rows])
+        ax.bar(names, np.nan_to_num(values), color="tab:blue")
+        positive = values[np.isfinite(values) & (values > 0)]
+        if positive.size and positive.max() / positive.min() > 100:
+            ax.set_yscale("log")
+        ax.set_title(metric)
+        ax.tick_params(axis="x", rotation=45)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_draws_over_density(logdensity_fn, bounds, draws_by_name: dict, path: Path, *, max_points: int = 2000, title: str = "") -> Path:
+    """A panel per sampler: its draws (chains pooled) over the target's density contours."""
+    import jax
+    import jax.numpy as jnp
+
+    plt = _pyplot()
+    (x0, x1), (y0, y1) = bounds
+    gx, gy = np.meshgrid(np.linspace(x0, x1, 200), np.linspace(y0, y1, 200))
+    grid = jnp.stack([gx.ravel(), gy.ravel()], axis=-1)
+    logp = np.asarray(jax.jit(jax.vmap(logdensity_fn))(grid)).reshape(gx.shape)
+    density = np.exp(logp - np.nanmax(logp))
+    n = len(draws_by_name)
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 4 * rows), squeeze=False)
+    for ax in axes.ravel()[n:]:
+        ax.axis("off")
+    for ax, (name, draws) in zip(axes.ravel(), draws_by_name.items()):
+        flat = draws.reshape(-1, draws.shape[-1])
+        step = max(1, flat.shape[0] // max_points)
+        ax.contour(gx, gy, density, levels=8, colors="0.5", linewidths=0.7)
+        ax.scatter(flat[::step, 0], flat[::step, 1], s=2, alpha=0.5, color="tab:red")
+        ax.set_xlim(x0, x1)
+        ax.set_ylim(y0, y1)
+        ax.set_title(name)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,105 @@
+"""``Trace``: the result of a run — draws (chain, draw, *event), sample statistics, adapted
+parameters and timings — and its conversion to ArviZ."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gradmc.base import StepStats
+
+__all__ = ["Trace"]
+
+_ARVIZ_NAMES = {
+    "logdensity": "lp",
+    "acceptance_rate": "acceptance_rate",
+    "is_accepted": "is_accepted",
+    "step_size": "step_size",
+    "num_grad_evals": "n_grad_evals",
+    "diverging": "diverging",
+    "nonfinite": "nonfinite",
+}
+
+
+@dataclass
+class Trace:
+    """Draws and statistics of one run.
+
+    ``draws``: ``(chain, draw, *event)``; ``stats``/``warmup_stats``: name -> ``(chain, draw)``
+    arrays (``logdensity``, ``acceptance_rate``, ``is_accepted``, ``step_size``,
+    ``num_grad_evals``, ``diverging``, ``nonfinite`` and sampler extras); ``params``: the
+    adapted parameters of each chain; ``timing``: compile, warm-up and sampling seconds.
+    """
+
+    target: str
+    sampler: str
+    draws: np.ndarray
+    stats: dict[str, np.ndarray]
+    warmup_stats: dict[str, np.ndarray] = field(default_factory=dict)
+    params: Any = None
+    options: dict = field(default_factory=dict)
+    seed: int = 0
+    thinning: int = 1
+    timing: dict = field(default_factory=dict)
+    final_state: Any = None
+
+    @staticmethod
+    def flatten_stats(stats: StepStats) -> dict[str, np.ndarray]:
+        out = {name: np.asarray(getattr(stats, name)) for name in StepStats._fields if name != "extra"}
+        out.update({name: np.asarray(value) for name, value in stats.extra.items()})
+        return out
+
+    @property
+    def num_chains(self) -> int:
+        return int(self.draws.shape[0])
+
+    @property
+    def num_draws(self) -> int:
+        return int(self.draws.shape[1])
+
+    @property
+    def acceptance_rate(self) -> float:
+        return float(np.mean(self.stats["acceptance_rate"]))
+
+    @property
+    def num_grad_evals(self) -> int:
+        """Log-density+gradient evaluations of the kept phase, summed over chains."""
+        return int(np.sum(self.stats["num_grad_evals"]))
+
+    @property
+    def num_nonfinite(self) -> int:
+        """Proposals rejected because their log density or gradient was not finite."""
+        return int(np.sum(self.stats["nonfinite"])) + int(np.sum(self.warmup_stats.get("nonfinite", 0)))
+
+    @property
+    def num_divergent(self) -> int:
+        return int(np.sum(self.stats["diverging"]))
+
+    @property
+    def sampling_seconds(self) -> float:
+        return float(self.timing.get("sampling_s", np.nan))
+
+    def to_arviz(self, var_name: str = "x"):
+        """An ``arviz.InferenceData`` with ``posterior[var_name]`` and ``sample_stats``."""
+        import arviz as az
+
+        sample_stats = {_ARVIZ_NAMES.get(k, k): v for k, v in self.stats.items() if v.ndim >= 2}
+        warmup_stats = {_ARVIZ_NAMES.get(k, k): v for k, v in self.warmup_stats.items() if v.ndim >= 2}
+        idata = az.from_dict(
+            posterior={var_name: self.draws},
+            sample_stats=sample_stats,
+            warmup_sample_stats=warmup_stats or None,
+            save_warmup=bool(warmup_stats),
+            attrs={
+                "target": self.target,
+                "sampler": self.sampler,
+                "seed": self.seed,
+                "thinning": self.thinning,
+                "options": repr(self.options),
+                "sampling_seconds": self.sampling_seconds,
+                "inference_library": "gradmc",
+            },
+        )
+        return idata
