@@ -85,7 +85,8 @@ def flower_polar_moments(num_theta: int) -> dict:
     c, sn = np.cos(theta), np.sin(theta)
     z = j1.sum() * dtheta
     mean = np.array([(j2 * c).sum(), (j2 * sn).sum()]) * dtheta / z
-    second = np.array([[(j3 * c * c).sum(), (j3 * c * sn).sum()], [(j3 * c * sn).sum(), (j3 * sn * sn).sum()]]) * dtheta / z
+    cross = (j3 * c * sn).sum()
+    second = np.array([[(j3 * c * c).sum(), cross], [cross, (j3 * sn * sn).sum()]]) * dtheta / z
     return {"log_normalizer": float(np.log(z)), "mean": mean, "cov": second - np.outer(mean, mean)}
 
 

@@ -91,7 +91,8 @@ def test_gaussian_logdensity_matches_scipy(force_dense):
     for c in (cov, np.diag(np.diag(cov))):  # dense path and (unless forced dense) diagonal path
         t = continuous.gaussian(mean, c, force_dense=force_dense)
         x = rng.normal(size=(5, 4)) * 2
-        np.testing.assert_allclose(logdensity_at(t, x), stats.multivariate_normal(mean, c).logpdf(x), rtol=1e-5, atol=1e-4)
+        ref = stats.multivariate_normal(mean, c).logpdf(x)
+        np.testing.assert_allclose(logdensity_at(t, x), ref, rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("name", ["gaussian-2d-corr", "neal-100", "gp-51"])
@@ -124,6 +125,13 @@ def test_dense_1000d_gaussian_gradient():
     grad = np.asarray(jax.jit(jax.grad(t.logdensity_fn))(jnp.asarray(x, jnp.float32)))
     expected = -np.linalg.solve(cov, x - mean)
     np.testing.assert_allclose(grad, expected, rtol=2e-3, atol=2e-3 * np.abs(expected).max())
+
+
+def test_gaussian_hessian_is_minus_precision():
+    cov = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, 0.2], [0.1, 0.2, 0.5]])
+    t = continuous.gaussian([1.0, 2.0, 3.0], cov)
+    hess = np.asarray(jax.hessian(t.logdensity_fn)(jnp.zeros(3)))
+    np.testing.assert_allclose(hess, -np.linalg.inv(cov), rtol=1e-5, atol=1e-5)
 
 
 def test_warped_gaussian_logdensity_matches_scipy():
@@ -206,7 +214,8 @@ def test_general_mixture_full_covariances():
     assert_exact_sampler_matches(t, n=200_000, seed=7)
     x = rng.normal(size=(4, 3))
     comps = np.stack([stats.multivariate_normal(m, c).logpdf(x) for m, c in zip(mix.means, mix.covs)], axis=-1)
-    np.testing.assert_allclose(logdensity_at(t, x), logsumexp(comps + np.log(mix.weights), axis=-1), rtol=1e-5, atol=1e-4)
+    ref = logsumexp(comps + np.log(mix.weights), axis=-1)
+    np.testing.assert_allclose(logdensity_at(t, x), ref, rtol=1e-5, atol=1e-4)
 
 
 def test_warped_gaussian_closed_form():

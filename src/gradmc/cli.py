@@ -75,14 +75,8 @@ def _cmd_list(gradmc) -> int:
     return 0
 
 
-def _summary_rows(draws, max_coords: int = 10) -> list[dict]:
-    from gradmc import diagnostics
-
-    return diagnostics.summary(draws, max_coords=max_coords)
-
-
 def _cmd_sample(gradmc, args) -> int:
-    from gradmc import report
+    from gradmc import diagnostics, report
 
     target = gradmc.target(args.target, **_parse_options(args.target_option))
     recipe = gradmc.sampler(args.sampler, **_parse_options(args.option))
@@ -90,9 +84,10 @@ def _cmd_sample(gradmc, args) -> int:
         target, recipe, num_chains=args.chains, num_warmup=args.warmup, num_draws=args.draws, seed=args.seed,
         progress=not args.no_progress,
     )
-    rows = _summary_rows(trace.draws)
+    table = diagnostics.summary(trace.draws, target.truth, max_coords=10)
     shown = "" if target.dim <= 10 else f" (first 10 of {target.dim} coordinates)"
-    print(report.format_table(rows, title=f"{trace.sampler} on {target.name}{shown}"))
+    print(f"{trace.sampler} on {target.name}{shown}")
+    print(diagnostics.format_summary(table))
     print(
         f"acceptance {trace.acceptance_rate:.3f}  divergent {trace.num_divergent}  nonfinite {trace.num_nonfinite}  "
         f"gradient evals {trace.num_grad_evals}  sampling {trace.sampling_seconds:.2f} s  "

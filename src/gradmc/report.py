@@ -114,8 +114,9 @@ def plot_draws_over_density(logdensity_fn, bounds, draws_by_name: dict, path: Pa
     (x0, x1), (y0, y1) = bounds
     gx, gy = np.meshgrid(np.linspace(x0, x1, 200), np.linspace(y0, y1, 200))
     grid = jnp.stack([gx.ravel(), gy.ravel()], axis=-1)
-    logp = np.asarray(jax.jit(jax.vmap(logdensity_fn))(grid)).reshape(gx.shape)
-    density = np.exp(logp - np.nanmax(logp))
+    logp = np.asarray(jax.jit(jax.vmap(logdensity_fn))(grid), dtype=np.float64).reshape(gx.shape)
+    logp = np.ma.masked_invalid(logp)
+    levels = logp.max() - np.array([12.0, 8.0, 5.0, 3.0, 2.0, 1.0, 0.5])  # log-density contours
     n = len(draws_by_name)
     cols = min(n, 3)
     rows = math.ceil(n / cols)
@@ -125,7 +126,7 @@ def plot_draws_over_density(logdensity_fn, bounds, draws_by_name: dict, path: Pa
     for ax, (name, draws) in zip(axes.ravel(), draws_by_name.items()):
         flat = draws.reshape(-1, draws.shape[-1])
         step = max(1, flat.shape[0] // max_points)
-        ax.contour(gx, gy, density, levels=8, colors="0.5", linewidths=0.7)
+        ax.contour(gx, gy, logp, levels=levels, colors="0.5", linewidths=0.7, linestyles="solid")
         ax.scatter(flat[::step, 0], flat[::step, 1], s=2, alpha=0.5, color="tab:red")
         ax.set_xlim(x0, x1)
         ax.set_ylim(y0, y1)

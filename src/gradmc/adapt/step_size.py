@@ -21,7 +21,7 @@ from blackjax.adaptation.step_size import dual_averaging_adaptation
 
 from gradmc.base import Sampler
 
-__all__ = ["StepSizeRule", "dual_averaging", "robbins_monro", "step_size_sampler", "check_positive", "rule_by_name"]
+__all__ = ["StepSizeRule", "dual_averaging", "robbins_monro", "step_size_sampler", "check_positive", "rule_by_name", "dual_averaging_final"]
 
 
 class StepSizeRule(NamedTuple):
@@ -49,13 +49,18 @@ def _check_target(target_accept: float) -> None:
 def dual_averaging(target_accept: float) -> StepSizeRule:
     """Nesterov dual averaging towards ``target_accept`` (BlackJAX's implementation)."""
     _check_target(target_accept)
-    da_init, da_update, da_final = dual_averaging_adaptation(target_accept)
+    da_init, da_update, _ = dual_averaging_adaptation(target_accept)
     return StepSizeRule(
         init=da_init,
         update=lambda s, acc: da_update(s, jnp.nan_to_num(acc)),
         current=lambda s: jnp.exp(s.log_step_size),
-        final=da_final,
+        final=dual_averaging_final,
     )
+
+
+def dual_averaging_final(state) -> jnp.ndarray:
+    """The averaged step size, or the initial one when no update has happened yet."""
+    return jnp.where(state.step > 1, jnp.exp(state.log_step_size_avg), jnp.exp(state.log_step_size))
 
 
 def robbins_monro(target_accept: float, rate: float = 0.01) -> StepSizeRule:

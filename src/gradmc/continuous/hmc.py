@@ -21,7 +21,7 @@ from blackjax.adaptation.mass_matrix import mass_matrix_adaptation
 from blackjax.adaptation.step_size import dual_averaging_adaptation
 from blackjax.adaptation.window_adaptation import build_schedule
 
-from gradmc.adapt.step_size import check_positive, rule_by_name, step_size_sampler
+from gradmc.adapt.step_size import check_positive, dual_averaging_final, rule_by_name, step_size_sampler
 from gradmc.base import Sampler, Target, reject_nonfinite, step_stats
 from gradmc.registry import register_sampler
 
@@ -83,7 +83,7 @@ def window_adapted_sampler(name, kernel, logdensity_fn, num_warmup, *, dense_mas
         return new, _stats(state, info, ws.step_size)
 
     def finalize(ws: WindowState):
-        params = {"step_size": jnp.exp(ws.step_size_state.log_step_size_avg), "inverse_mass_matrix": ws.inverse_mass_matrix}
+        params = {"step_size": dual_averaging_final(ws.step_size_state), "inverse_mass_matrix": ws.inverse_mass_matrix}
         return ws.kernel, params
 
     def step(key, state, params):

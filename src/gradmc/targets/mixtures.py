@@ -92,9 +92,9 @@ class GaussianMixture:
     @property
     def cov(self) -> np.ndarray:
         """Law of total variance: E[Sigma_K] + Cov[mu_K]."""
-        m = self.mean
-        centred = self.means - m
-        return np.einsum("k,kij->ij", self.weights, self.covs) + np.einsum("k,ki,kj->ij", self.weights, centred, centred)
+        centred = self.means - self.mean
+        within = np.einsum("k,kij->ij", self.weights, self.covs)
+        return within + np.einsum("k,ki,kj->ij", self.weights, centred, centred)
 
     def bounds(self, width: float = 4.0):
         """Plotting box: every component's mean +- ``width`` sd (2-D mixtures only)."""

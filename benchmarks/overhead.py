@@ -1,0 +1,159 @@
+"""Runner overhead and step cost, measured in one run (issue 2's benchmark).
+
+(a) ``gradmc.sample`` against a hand-written ``lax.scan(vmap(blackjax step))`` for RWM,
+    MALA, HMC-10 and NUTS on Neal's 100-D Gaussian, 100 chains, same fixed step size
+    and no warm-up, so both run the same transitions. Goal <= 1.05x.
+(b) Time per step of RWM, MALA and AM divided by one batched log-density+gradient
+    evaluation (also timed inside a ``lax.scan``), on a target whose evaluation
+    dominates (logistic regression, 5,000 data x 100 features) and on the cheap Neal
+    Gaussian, where random numbers dominate. Goal <= 1.3 for RWM/MALA on the former.
+(c) Cold-start wall time of ``gradmc compare banana`` in a fresh process. Goal < 30 s.
+
+Usage: ``python benchmarks/overhead.py [--quick]``. Timings are the median of repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+import blackjax
+import jax
+import jax.numpy as jnp
+
+import gradmc
+from gradmc.report import format_table
+
+
+def median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def blackjax_loop(step, states, num_steps: int, chains: int):
+    """The hand-written baseline: scan over steps of vmapped BlackJAX steps, keeping draws."""
+
+    @jax.jit
+    def run(key, states):
+        def body(states, key):
+            states, _ = jax.vmap(step)(jax.random.split(key, chains), states)
+            return states, states.position
+
+        return jax.lax.scan(body, states, jax.random.split(key, num_steps))
+
+    run(jax.random.key(0), states)  # compile
+    return lambda: run(jax.random.key(1), states)
+
+
+def gradmc_run(target, recipe, num_steps: int, chains: int):
+    def go():
+        return gradmc.sample(target, recipe, num_chains=chains, num_warmup=0, num_draws=num_steps, seed=1, progress=False)
+
+    def timed():
+        return go().timing["sampling_s"]
+
+    return timed
+
+
+def part_a(steps: int, chains: int, repeats: int) -> list[dict]:
+    target = gradmc.target("neal-100")
+    logdensity = target.logdensity_fn
+    x0 = jax.random.normal(jax.random.key(0), (chains, target.dim)) * 0.1
+    d = target.dim
+    imm = jnp.ones(d)
+    cases = [
+        ("rwm", gradmc.sampler("rwm", step_size=0.02, adapt=None),
+         blackjax.additive_step_random_walk.normal_random_walk(logdensity, 0.02 * jnp.ones(d))),
+        ("mala", gradmc.sampler("mala", step_size=2e-4, adapt=None), blackjax.mala(logdensity, 2e-4)),
+        ("hmc-10", gradmc.sampler("hmc", step_size=0.01, adapt=None, num_integration_steps=10),
+         blackjax.hmc(logdensity, 0.01, imm, 10)),
+        ("nuts", gradmc.sampler("nuts", step_size=0.01), blackjax.nuts(logdensity, 0.01, imm)),
+    ]
+    rows = []
+    for name, recipe, alg in cases:
+        states = jax.vmap(alg.init)(x0)
+        baseline = blackjax_loop(alg.step, states, steps, chains)
+        ours = gradmc_run(target, recipe, steps, chains)
+        ours()  # warm the compilation cache path once
+        t_ours = statistics.median(ours() for _ in range(repeats))
+        t_bj = median_time(baseline, repeats)
+        rows.append({"sampler": name, "gradmc_s": t_ours, "blackjax_s": t_bj, "ratio": t_ours / t_bj})
+    return rows
+
+
+def evaluation_time(target, chains: int, steps: int, repeats: int, with_grad: bool) -> float:
+    """Seconds per batched (vmapped over chains) evaluation, measured inside a scan."""
+    fn = jax.value_and_grad(target.logdensity_fn) if with_grad else target.logdensity_fn
+
+    @jax.jit
+    def run(x):
+        def body(x, _):
+            out = jax.vmap(fn)(x)
+            value = out[0] if with_grad else out
+            # feed the result back so the evaluations cannot be hoisted out of the loop
+            return x + 1e-30 * value[:, None], None
+
+        return jax.lax.scan(body, x, None, length=steps)[0]
+
+    x = jax.vmap(target.draw_initial)(jax.random.split(jax.random.key(0), chains)) * 0.01
+    run(x)
+    return median_time(lambda: run(x), repeats) / steps
+
+
+def part_b(steps: int, chains: int, repeats: int, num_data: int) -> list[dict]:
+    rows = []
+    targets = [
+        gradmc.target("logistic-synthetic", num_data=num_data, num_features=100, seed=0),
+        gradmc.target("neal-100"),
+    ]
+    for target in targets:
+        eval_grad = evaluation_time(target, chains, steps, repeats, True)
+        eval_only = evaluation_time(target, chains, steps, repeats, False)
+        for name, recipe in [
+            ("rwm", gradmc.sampler("rwm", step_size=1e-3, adapt=None)),
+            ("mala", gradmc.sampler("mala", step_size=1e-5, adapt=None)),
+            ("am", gradmc.sampler("am")),
+        ]:
+            run = gradmc_run(target, recipe, steps, chains)
+            run()
+            per_step = statistics.median(run() for _ in range(repeats)) / steps
+            rows.append({
+                "target": target.name, "sampler": name, "step_ms": 1e3 * per_step,
+                "eval+grad_ms": 1e3 * eval_grad, "eval_ms": 1e3 * eval_only,
+                "step/(eval+grad)": per_step / eval_grad, "step/eval": per_step / eval_only,
+            })
+    return rows
+
+
+def part_c() -> float:
+    cmd = [sys.executable, "-m", "gradmc.cli", "compare", "banana", "--samplers", "rwm,mala,hmc,nuts,am",
+           "--warmup", "500", "--draws", "1000", "--no-progress", "--out", "/tmp/gradmc-bench-compare"]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer steps and repeats")
+    args = parser.parse_args()
+    steps, repeats = (200, 2) if args.quick else (1000, 3)
+    chains = 100
+    print(f"jax {jax.__version__}, blackjax {blackjax.__version__}, devices {jax.devices()}, {chains} chains, {steps} steps")
+    print(format_table(part_a(steps, chains, repeats), title="(a) runner overhead on Neal's 100-D Gaussian: gradmc.sample vs lax.scan(vmap(blackjax step))"))
+    print()
+    print(format_table(part_b(steps // 4 if not args.quick else 50, chains, repeats, 5000),
+                       title="(b) time per step / one batched evaluation (100 chains)"))
+    print()
+    print(f"(c) cold start of `gradmc compare banana` (5 samplers, 4 chains, 500+1000 steps): {part_c():.1f} s")
+
+
+if __name__ == "__main__":
+    main()

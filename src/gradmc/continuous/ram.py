@@ -1,0 +1,126 @@
+"""Repelling-attracting Metropolis (Tak, Meng & van Dyk 2016/2018).
+
+From x, with a symmetric Gaussian proposal q of scale ``step_size`` and
+pi_e(x) = pi(x) + eps (eps = 1e-308, i.e. ``logaddexp(l, log eps)``):
+
+1. downhill: x' ~ q(. | x), repeated until accepted w.p. min(1, pi_e(x) / pi_e(x'));
+2. uphill: x* ~ q(. | x'), repeated until accepted w.p. min(1, pi_e(x*) / pi_e(x'));
+3. auxiliary downhill: z ~ q(. | x*), repeated until accepted w.p. min(1, pi_e(x*) / pi_e(z));
+4. accept x* w.p. min(1, pi(x*) min(1, pi_e(x)/pi_e(z)) / (pi(x) min(1, pi_e(x*)/pi_e(z)))).
+
+The forced loops are ``lax.while_loop``s capped at ``max_tries`` proposals each; a capped
+loop rejects the whole step and is flagged ``nonfinite`` (never seen at sane step sizes).
+``stats.extra["num_evals"]`` counts log-density evaluations (no gradients are used).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from gradmc.adapt.step_size import check_positive
+from gradmc.base import Sampler, SamplingAlgorithm, Target, mh_accept, step_stats
+from gradmc.registry import register_sampler
+
+__all__ = ["RAMState", "RAMInfo", "init", "build_kernel", "as_top_level_api"]
+
+LOG_EPS = -708.0  # log(1e-308): the paper's eps
+
+
+class RAMState(NamedTuple):
+    position: jax.Array
+    logdensity: jax.Array
+
+
+class RAMInfo(NamedTuple):
+    acceptance_rate: jax.Array
+    is_accepted: jax.Array
+    nonfinite: jax.Array
+    num_evals: jax.Array
+
+
+def init(position, logdensity_fn) -> RAMState:
+    return RAMState(position, logdensity_fn(position))
+
+
+def _forced(key, start, start_logdensity, logdensity_fn, step_size, log_accept_fn, max_tries):
+    """Propose from N(start, step^2 I) until accepted w.p. exp(log_accept_fn(l(proposal)))."""
+
+    def cond(carry):
+        _, _, _, done, tries = carry
+        return ~done & (tries < max_tries)
+
+    def body(carry):
+        key, y, ly, _, tries = carry
+        key, k_prop, k_acc = jax.random.split(key, 3)
+        y = start + step_size * jax.random.normal(k_prop, start.shape, start.dtype)
+        ly = logdensity_fn(y)
+        ly = jnp.where(jnp.isnan(ly), -jnp.inf, ly)
+        done = jnp.log(jax.random.uniform(k_acc)) < jnp.minimum(log_accept_fn(ly), 0.0)
+        return key, y, ly, done, tries + 1
+
+    carry = (key, start, start_logdensity, jnp.zeros((), bool), jnp.zeros((), jnp.int32))
+    _, y, ly, done, tries = jax.lax.while_loop(cond, body, carry)
+    return y, ly, done, tries
+
+
+def build_kernel(max_tries: int = 10_000):
+    """``kernel(key, state, logdensity_fn, step_size)``."""
+
+    def kernel(rng_key, state: RAMState, logdensity_fn, step_size):
+        k1, k2, k3, k_mh = jax.random.split(rng_key, 4)
+        x, lx = state.position, state.logdensity
+        le = lambda l: jnp.logaddexp(l, LOG_EPS)
+        xd, lxd, ok1, n1 = _forced(k1, x, lx, logdensity_fn, step_size, lambda l: le(lx) - le(l), max_tries)
+        xs, lxs, ok2, n2 = _forced(k2, xd, lxd, logdensity_fn, step_size, lambda l: le(l) - le(lxd), max_tries)
+        _, lz, ok3, n3 = _forced(k3, xs, lxs, logdensity_fn, step_size, lambda l: le(lxs) - le(l), max_tries)
+        log_ratio = lxs + jnp.minimum(0.0, le(lx) - le(lz)) - lx - jnp.minimum(0.0, le(lxs) - le(lz))
+        capped = ~(ok1 & ok2 & ok3)
+        accept, prob, nonfinite = mh_accept(k_mh, jnp.where(capped, -jnp.inf, log_ratio))
+        new = jax.lax.cond(accept, lambda: RAMState(xs, lxs), lambda: state)
+        return new, RAMInfo(prob, accept, nonfinite | capped, n1 + n2 + n3)
+
+    return kernel
+
+
+def as_top_level_api(logdensity_fn, step_size) -> SamplingAlgorithm:
+    kernel = build_kernel()
+    return SamplingAlgorithm(
+        lambda position, rng_key=None: init(position, logdensity_fn),
+        lambda rng_key, state: kernel(rng_key, state, logdensity_fn, step_size),
+    )
+
+
+@register_sampler("ram", "repelling-attracting Metropolis (Tak et al. 2016): forced downhill then uphill moves between modes")
+def build(target: Target, num_warmup: int, step_size=None, cov_scale=None, max_tries=10_000):
+    """Options: ``step_size`` (proposal sd) or ``cov_scale`` (proposal covariance
+    ``cov_scale * I``: 4 for Kou scenario (a), 3.5 for (b)); default sd 1; ``max_tries``."""
+    if step_size is not None and cov_scale is not None:
+        raise ValueError("give step_size or cov_scale, not both")
+    if cov_scale is not None:
+        check_positive("cov_scale", cov_scale)
+        sd = float(cov_scale) ** 0.5
+    else:
+        sd = 1.0 if step_size is None else step_size
+    check_positive("step_size", sd)
+    check_positive("max_tries", max_tries, integer=True)
+    kernel = build_kernel(int(max_tries))
+    logdensity_fn = target.logdensity_fn
+
+    def stats(state, info):
+        return step_stats(state.logdensity, info.acceptance_rate, info.is_accepted, sd, 0, nonfinite=info.nonfinite, extra={"num_evals": info.num_evals})
+
+    def one(key, state):
+        new, info = kernel(key, state, logdensity_fn, sd)
+        return new, stats(new, info)
+
+    return Sampler(
+        "ram",
+        init=lambda key, position: init(position, logdensity_fn),
+        warmup_step=lambda key, state, t: one(key, state),
+        finalize=lambda state: (state, {"step_size": jnp.asarray(sd, jnp.float32)}),
+        step=lambda key, state, params: one(key, state),
+        position=lambda state: state.position,
+    )
