@@ -1,9 +1,10 @@
 """``sample()``: the one driver for every gradmc sampler.
 
-Chains are ``vmap``ped (axis name ``"chain"``); steps run as ``lax.scan`` over chunks, and
-the host sees the chains only at chunk boundaries (progress bar). The key of chain ``c``
-at global step ``t`` is ``fold_in(chain_key[c], t)``, so the same seed gives bit-identical
-draws whatever the chunk size.
+Chains are ``vmap``ped (axis name ``"chain"``) and, when several devices are present,
+sharded over them along the chain axis; steps run as ``lax.scan`` over chunks, and the host
+sees the chains only at chunk boundaries (progress bar, checkpoint, streaming). The key of
+chain ``c`` at global step ``t`` is ``fold_in(chain_key[c], t)``, so the same seed gives
+bit-identical draws whatever the chunk size, the device count, or a resume.
 """
 
 from __future__ import annotations
@@ -12,25 +13,30 @@ import math
 import os
 import sys
 import time
-from typing import Callable
+from pathlib import Path
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from gradmc.adapt.step_size import check_positive
 from gradmc.base import Recipe, Sampler, StepStats, Target
+from gradmc.checkpoint import RunStore
 from gradmc.registry import sampler as sampler_recipe
-from gradmc.trace import Trace
+from gradmc.trace import RunningMoments, Trace
 
 __all__ = ["sample", "initial_positions"]
 
+WARMUP, DRAWS = "warmup", "draws"
 
-def _progress_bar(total: int, desc: str, enabled: bool):
+
+def _progress_bar(total: int, initial: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
     quiet = not enabled or os.environ.get("CI") or not sys.stderr.isatty()
-    return tqdm(total=total, desc=desc, disable=bool(quiet), leave=False, unit="step")
+    return tqdm(total=total, initial=initial, desc=desc, disable=bool(quiet), leave=False, unit="step")
 
 
 def initial_positions(target: Target, num_chains: int, key: jax.Array, init=None) -> jax.Array:
@@ -51,7 +57,7 @@ def initial_positions(target: Target, num_chains: int, key: jax.Array, init=None
                 f"init has shape {arr.shape}; expected {shape} (one position for all chains) "
                 f"or {(num_chains, *shape)} (one per chain) for target {target.name!r}"
             )
-        positions = jnp.asarray(arr, dtype=jnp.result_type(float) if not target.space.is_discrete else None)
+        positions = jnp.asarray(arr, dtype=jnp.result_type(float))
     target.space.validate(np.asarray(positions), what=f"initial position for target {target.name!r}")
     logdensity = np.asarray(jax.jit(jax.vmap(target.logdensity_fn))(positions))
     bad = np.flatnonzero(~np.isfinite(logdensity))
@@ -64,10 +70,7 @@ def initial_positions(target: Target, num_chains: int, key: jax.Array, init=None
     return positions
 
 
-def _chunks(total: int, chunk_size: int | None) -> list[int]:
-    if total == 0:
-        return []
-    size = total if chunk_size is None else max(1, min(int(chunk_size), total))
+def _chunk_lengths(total: int, size: int) -> list[int]:
     return [size] * (total // size) + ([total % size] if total % size else [])
 
 
@@ -85,57 +88,62 @@ def _merge_thinned(stats: StepStats) -> StepStats:
     )
 
 
-def _phase_runner(chain_step: Callable, position: Callable, thinning: int, record_draws: bool):
-    """jit(chunk) for one phase: ``chain_step(keys, states, t) -> (states, stats)``."""
+def _chunk_function(chain_step: Callable, observe: Callable | None, thinning: int, length: int):
+    """``chunk(chain_keys, states, params, first_step) -> (states, outputs)`` for ``length``
+    recorded iterations of ``thinning`` steps each (``observe(states)`` recorded if given)."""
 
-    def body(chain_keys, first_step):
-        def one_draw(carry, i):
+    def chunk(chain_keys, states, params, first_step):
+        def one_iteration(carry, i):
             def one_step(carry, j):
                 t = first_step + i * thinning + j
                 keys = jax.vmap(jax.random.fold_in, (0, None))(chain_keys, t)
-                return chain_step(keys, carry, t)
+                return chain_step(keys, carry, t, params)
 
             carry, stats = jax.lax.scan(one_step, carry, jnp.arange(thinning))
             stats = _merge_thinned(stats) if thinning > 1 else jax.tree.map(lambda x: x[0], stats)
-            out = (jax.vmap(position)(carry), stats) if record_draws else stats
-            return carry, out
+            return carry, (stats if observe is None else (observe(carry), stats))
 
-        return one_draw
+        return jax.lax.scan(one_iteration, states, jnp.arange(length))
 
-    return body
+    return chunk
 
 
-def _run_phase(sampler_step, position, chain_keys, states, first_step, num, thinning, chunk_size, record, bar):
-    """Run ``num`` recorded iterations in chunks; returns (states, outputs, compile_s, run_s)."""
-    runner = _phase_runner(sampler_step, position, thinning, record)
-    compiled: dict[int, Callable] = {}
-    outputs, compile_s, run_s, done = [], 0.0, 0.0, 0
-    for length in _chunks(num, chunk_size):
-        if length not in compiled:
-            def chunk_fn(keys, carry, start, length=length):
-                return jax.lax.scan(runner(keys, start), carry, jnp.arange(length))
+class _Phase(NamedTuple):
+    step_fn: Callable
+    num: int
+    first_step: int
+    thinning: int
+    observer: Callable | None
+    state_template: object
+    params_template: object
 
-            t0 = time.perf_counter()
-            start0 = jnp.asarray(first_step, jnp.int32)
-            compiled[length] = jax.jit(chunk_fn).lower(chain_keys, states, start0).compile()
-            compile_s += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        start = jnp.asarray(first_step + done * thinning, jnp.int32)
-        states, out = compiled[length](chain_keys, states, start)
-        jax.block_until_ready(out)
-        run_s += time.perf_counter() - t0
-        outputs.append(jax.device_get(out))
-        done += length
-        bar.update(length * thinning)
-    return states, outputs, compile_s, run_s
+    def output_template(self, chain_keys, length):
+        """Shapes of one chunk's outputs, chains first (to reload a chunk from disk)."""
+        fn = _chunk_function(self.step_fn, self.observer, self.thinning, length)
+        shapes = jax.eval_shape(fn, chain_keys, self.state_template, self.params_template, jnp.int32(0))[1]
+        return jax.tree.map(lambda s: jax.ShapeDtypeStruct((s.shape[1], s.shape[0], *s.shape[2:]), s.dtype), shapes)
+
+
+def _to_chain_major(outputs):
+    """Scan outputs are (iteration, chain, ...): move chains first."""
+    return jax.tree.map(lambda x: np.swapaxes(np.asarray(x), 0, 1), outputs)
 
 
 def _concat(outputs):
-    """Join chunk outputs along the draw axis and move chains first: (chain, draw, ...)."""
     if not outputs:
         return None
-    joined = jax.tree.map(lambda *xs: np.concatenate(xs, axis=0), *outputs)
-    return jax.tree.map(lambda x: np.swapaxes(x, 0, 1), joined)
+    return jax.tree.map(lambda *xs: np.concatenate(xs, axis=1), *outputs)
+
+
+def _chain_sharding(num_chains: int, devices) -> NamedSharding | None:
+    """Shard the chain axis over ``devices`` (default: all local devices, when they divide
+    the number of chains); ``None`` for a single device."""
+    devices = list(jax.local_devices() if devices is None else devices)
+    if len(devices) <= 1:
+        return None
+    if num_chains % len(devices):
+        raise ValueError(f"num_chains ({num_chains}) must be a multiple of the number of devices ({len(devices)})")
+    return NamedSharding(Mesh(np.array(devices), ("chain",)), PartitionSpec("chain"))
 
 
 def sample(
@@ -150,19 +158,39 @@ def sample(
     init=None,
     progress: bool = True,
     chunk_size: int | None = None,
+    keep: Callable | None = None,
+    keep_draws: bool = True,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int = 1,
+    devices=None,
 ) -> Trace:
     """Run ``num_chains`` chains of ``sampler`` on ``target``: warm-up, then kept draws.
 
     ``sampler`` is a registered name (``"mala"``) or a recipe from
     ``gradmc.sampler("mala", step_size=0.1)``. Warm-up adapts the sampler's parameters;
-    the kept draws come from the frozen kernel, every ``thinning``-th step. ``chunk_size``
-    (kept draws per compiled chunk; default: about 20 chunks when a progress bar shows,
-    else one) changes nothing in the draws. Returns a :class:`~gradmc.trace.Trace` with
-    draws shaped ``(chain, draw, *event)``; ``trace.to_arviz()`` converts it.
+    the kept draws come from the frozen kernel, every ``thinning``-th step.
+
+    Scale and durability options (none changes the draws):
+
+    * ``chunk_size`` — iterations per compiled chunk (default: about 20 chunks when a
+      progress bar shows or a checkpoint is kept, else one).
+    * ``keep`` — a function of one position recorded instead of the position (e.g.
+      ``lambda x: x[:5]`` or a statistic), to bound memory.
+    * ``keep_draws=False`` — keep no draws in memory, only running means and variances of
+      the kept quantity (``trace.moments``); with ``checkpoint`` the draws still stream to
+      disk chunk by chunk and ``trace.save_netcdf`` assembles them in bounded memory.
+    * ``checkpoint`` — a folder: the state is saved atomically every ``checkpoint_every``
+      chunks and the chunks' outputs as they finish; rerunning the same call resumes.
+    * ``devices`` — devices to shard the chains over (default: all local devices).
+
+    Returns a :class:`~gradmc.trace.Trace` with draws shaped ``(chain, draw, *event)``.
     """
     check_positive("num_chains", num_chains, integer=True)
     check_positive("num_draws", num_draws, integer=True)
     check_positive("thinning", thinning, integer=True)
+    check_positive("checkpoint_every", checkpoint_every, integer=True)
+    if chunk_size is not None:
+        check_positive("chunk_size", chunk_size, integer=True)
     if int(num_warmup) < 0 or float(num_warmup) != int(num_warmup):
         raise ValueError(f"num_warmup must be a non-negative integer, got {num_warmup!r}")
     num_chains, num_warmup, num_draws, thinning = map(int, (num_chains, num_warmup, num_draws, thinning))
@@ -170,48 +198,120 @@ def sample(
     if not isinstance(recipe, Recipe):
         raise TypeError(f"sampler must be a name or a gradmc.sampler(...) recipe, got {type(sampler).__name__}")
     bound: Sampler = recipe.bind(target, num_warmup)
+    observe_one = bound.position if keep is None else (lambda s: keep(bound.position(s)))
+    observe = jax.vmap(observe_one)
 
+    sharding = _chain_sharding(num_chains, devices)
+    place = (lambda tree: tree) if sharding is None else (lambda tree: jax.device_put(tree, sharding))
     root = jax.random.key(seed)
-    chain_keys = jax.random.split(jax.random.fold_in(root, 0), num_chains)
-    positions = initial_positions(target, num_chains, jax.random.fold_in(root, 1), init)
-    init_keys = jax.random.split(jax.random.fold_in(root, 2), num_chains)
-    states = jax.jit(jax.vmap(bound.init))(init_keys, positions)
+    chain_keys = place(jax.random.split(jax.random.fold_in(root, 0), num_chains))
+    positions = place(initial_positions(target, num_chains, jax.random.fold_in(root, 1), init))
+    init_keys = place(jax.random.split(jax.random.fold_in(root, 2), num_chains))
+    warm_states = jax.jit(jax.vmap(bound.init))(init_keys, positions)
+    finalize = jax.jit(jax.vmap(bound.finalize))
 
-    show = progress and chunk_size is None
-    default_chunks = 20 if show else 1
-    bar = _progress_bar(num_warmup + num_draws * thinning, f"{recipe.name} on {target.name}", progress)
+    many_chunks = (progress and sys.stderr.isatty()) or checkpoint is not None
 
-    def warm_step(keys, states, t):
+    def size(total):
+        return chunk_size or (math.ceil(max(total, 1) / 20) if many_chunks else max(total, 1))
+
+    store = None
+    if checkpoint is not None:
+        store = RunStore(checkpoint, {
+            "target": target.name, "sampler": recipe.name, "options": repr(sorted(recipe.options.items())),
+            "num_chains": num_chains, "num_warmup": num_warmup, "num_draws": num_draws, "seed": seed,
+            "thinning": thinning, "chunk_size": [size(num_warmup), size(num_draws)],
+            "init": None if init is None else np.asarray(init).tobytes().hex()[:64],
+            "keep": None if keep is None else getattr(keep, "__qualname__", repr(keep)),
+        })
+
+    def warm_step(keys, states, t, params):
+        del params
         return jax.vmap(bound.warmup_step, in_axes=(0, 0, None), axis_name="chain")(keys, states, t)
 
-    warm_chunk = chunk_size if chunk_size is not None else math.ceil(max(num_warmup, 1) / default_chunks)
-    states, warm_out, compile_w, warm_s = _run_phase(
-        warm_step, bound.position, chain_keys, states, 0, num_warmup, 1, warm_chunk, False, bar
-    )
-    kernel_states, params = jax.jit(jax.vmap(bound.finalize))(states)
-
-    def draw_step(keys, states, t):
+    def draw_step(keys, states, t, params):
         del t
-        new, stats = jax.vmap(bound.step, axis_name="chain")(keys, states, params)
-        return new, stats
+        return jax.vmap(bound.step, axis_name="chain")(keys, states, params)
 
-    draw_chunk = chunk_size if chunk_size is not None else math.ceil(num_draws / default_chunks)
-    kernel_states, draw_out, compile_d, draw_s = _run_phase(
-        draw_step, bound.position, chain_keys, kernel_states, num_warmup, num_draws, thinning, draw_chunk, True, bar
-    )
+    kernel_template, params_template = jax.eval_shape(finalize, warm_states)
+    phases = {
+        WARMUP: _Phase(warm_step, num_warmup, 0, 1, None, warm_states, None),
+        DRAWS: _Phase(draw_step, num_draws, num_warmup, thinning, observe, kernel_template, params_template),
+    }
+    phase, done, states, params = WARMUP, 0, warm_states, None
+    if store is not None and (saved := store.load_state({WARMUP: warm_states, DRAWS: kernel_template}, params_template)):
+        phase, done, states, params = saved
+        states, params = place(states), None if params is None else place(params)
+
+    total_steps = num_warmup + num_draws * thinning
+    bar = _progress_bar(total_steps, done if phase == WARMUP else num_warmup + done * thinning,
+                        f"{recipe.name} on {target.name}", progress)
+    timing = {"compile_s": 0.0, "warmup_s": 0.0, "sampling_s": 0.0}
+    collected: dict[str, list] = {WARMUP: [], DRAWS: []}
+    moments = RunningMoments()
+
+    def collect(name, out):
+        if name == DRAWS:
+            draws, stats = out
+            moments.update(draws)
+            out = (draws if keep_draws else None, stats)
+        collected[name].append(out)
+
+    def run_phase(name, states, params, already_done):
+        """Run (or, for chunks finished before a resume, reload) one phase's chunks."""
+        spec = phases[name]
+        compiled: dict[int, Callable] = {}
+        iterations = 0
+        for index, length in enumerate(_chunk_lengths(spec.num, size(spec.num)) if spec.num else []):
+            if iterations < already_done:
+                collect(name, store.load_chunk(name, index, spec.output_template(chain_keys, length)))
+                iterations += length
+                continue
+            if length not in compiled:
+                t0 = time.perf_counter()
+                fn = jax.jit(_chunk_function(spec.step_fn, spec.observer, spec.thinning, length))
+                compiled[length] = fn.lower(chain_keys, states, params, jnp.int32(0)).compile()
+                timing["compile_s"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            first = jnp.int32(spec.first_step + iterations * spec.thinning)
+            states, out = compiled[length](chain_keys, states, params, first)
+            out = _to_chain_major(jax.device_get(out))
+            timing["warmup_s" if name == WARMUP else "sampling_s"] += time.perf_counter() - t0
+            iterations += length
+            if store is not None:
+                store.save_chunk(name, index, out)
+                if (index + 1) % checkpoint_every == 0 or iterations == spec.num:
+                    store.save_state(name, iterations, states, params)
+            collect(name, out)
+            bar.update(length * spec.thinning)
+        return states
+
+    if phase == WARMUP:
+        states = run_phase(WARMUP, states, None, done)
+        states, params = finalize(states)
+        if store is not None:
+            store.save_state(DRAWS, 0, states, params)
+        done = 0
+    else:  # resumed in the draw phase: the warm-up statistics come back from disk
+        run_phase(WARMUP, None, None, num_warmup)
+    states = run_phase(DRAWS, states, params, done)
     bar.close()
-    draws, stats = _concat(draw_out)
-    warm_stats = _concat(warm_out)
+
+    draw_stats = _concat([s for _, s in collected[DRAWS]])
+    warm_stats = _concat(collected[WARMUP])
     return Trace(
         target=target.name,
         sampler=recipe.name,
         options=dict(recipe.options),
-        draws=np.asarray(draws),
-        stats=Trace.flatten_stats(stats),
+        draws=_concat([d for d, _ in collected[DRAWS]]) if keep_draws else None,
+        stats=Trace.flatten_stats(draw_stats),
         warmup_stats=Trace.flatten_stats(warm_stats) if warm_stats is not None else {},
         params=jax.device_get(params),
         seed=int(seed),
         thinning=thinning,
-        timing={"compile_s": compile_w + compile_d, "warmup_s": warm_s, "sampling_s": draw_s},
-        final_state=jax.device_get(kernel_states),
+        timing=timing,
+        final_state=jax.device_get(states),
+        moments=moments.result(),
+        directory=None if store is None else Path(checkpoint),
     )
+

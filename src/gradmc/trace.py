@@ -4,13 +4,14 @@ parameters and timings — and its conversion to ArviZ."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gradmc.base import StepStats
 
-__all__ = ["Trace"]
+__all__ = ["Trace", "RunningMoments"]
 
 _ARVIZ_NAMES = {
     "logdensity": "lp",
@@ -23,11 +24,45 @@ _ARVIZ_NAMES = {
 }
 
 
+class RunningMoments:
+    """Per-chain running mean and variance of kept quantities, merged chunk by chunk
+    (Chan et al.'s parallel update, float64), so a run that keeps no draws still has them."""
+
+    def __init__(self):
+        self.count = 0
+        self.mean = None
+        self.m2 = None
+
+    def update(self, draws: np.ndarray) -> None:
+        x = np.asarray(draws, dtype=np.float64)
+        n = x.shape[1]
+        if n == 0:
+            return
+        mean_b = x.mean(axis=1)
+        m2_b = ((x - mean_b[:, None]) ** 2).sum(axis=1)
+        if self.mean is None:
+            self.count, self.mean, self.m2 = n, mean_b, m2_b
+            return
+        total = self.count + n
+        delta = mean_b - self.mean
+        self.mean = self.mean + delta * n / total
+        self.m2 = self.m2 + m2_b + delta**2 * self.count * n / total
+        self.count = total
+
+    def result(self) -> dict | None:
+        """``{"count", "mean", "var"}`` per chain (variance with ddof=1), or None."""
+        if self.mean is None:
+            return None
+        return {"count": self.count, "mean": self.mean, "var": self.m2 / max(self.count - 1, 1)}
+
+
 @dataclass
 class Trace:
     """Draws and statistics of one run.
 
-    ``draws``: ``(chain, draw, *event)``; ``stats``/``warmup_stats``: name -> ``(chain, draw)``
+    ``draws``: ``(chain, draw, *event)`` (``None`` for a run that kept no draws in memory:
+    then ``moments`` holds per-chain running means and variances, and a checkpointed run's
+    draws are on disk in ``directory``); ``stats``/``warmup_stats``: name -> ``(chain, draw)``
     arrays (``logdensity``, ``acceptance_rate``, ``is_accepted``, ``step_size``,
     ``num_grad_evals``, ``diverging``, ``nonfinite`` and sampler extras); ``params``: the
     adapted parameters of each chain; ``timing``: compile, warm-up and sampling seconds.
@@ -35,7 +70,7 @@ class Trace:
 
     target: str
     sampler: str
-    draws: np.ndarray
+    draws: np.ndarray | None
     stats: dict[str, np.ndarray]
     warmup_stats: dict[str, np.ndarray] = field(default_factory=dict)
     params: Any = None
@@ -44,6 +79,8 @@ class Trace:
     thinning: int = 1
     timing: dict = field(default_factory=dict)
     final_state: Any = None
+    moments: dict | None = None
+    directory: Path | None = None
 
     @staticmethod
     def flatten_stats(stats: StepStats) -> dict[str, np.ndarray]:

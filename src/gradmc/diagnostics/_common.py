@@ -88,7 +88,11 @@ def value_indices(draws, values) -> np.ndarray:
             f"discrete draws must be (chain, draw, d) or one-hot (chain, draw, d, k), got shape {arr.shape}"
         )
     arr = arr.astype(np.float64)
-    idx = np.clip(np.searchsorted(v, arr), 0, v.size - 1)
+    step = np.diff(v)
+    if np.allclose(step, step[0], rtol=1e-9, atol=0):  # evenly spaced values: no search needed
+        idx = np.clip(np.rint((arr - v[0]) / step[0]).astype(np.int64), 0, v.size - 1)
+    else:
+        idx = np.clip(np.searchsorted(v, arr), 0, v.size - 1)
     tol = 1e-6 * max(1.0, float(np.max(np.abs(v))))
     ok = np.abs(v[idx] - arr) <= tol
     if not np.all(ok):

@@ -47,7 +47,7 @@ def summary(draws, truth=None, *, max_coords: int | None = None) -> dict[str, np
 
     Returns columns (each of length ``num_coords``): ``name``, ``mean``, ``sd``,
     ``mcse_mean``, ``mcse_sd``, ``ess_bulk``, ``ess_tail``, ``r_hat`` (rank-normalised
-    split R-hat), and, when ``truth`` (a :class:`gradmc.base.Truth`) knows them,
+    split R-hat; NaN for a single chain), and, when ``truth`` (a :class:`gradmc.base.Truth`) knows them,
     ``true_mean``, ``true_sd`` and ``z_mean = (mean - true_mean) / mcse_mean``.
     ``max_coords`` keeps only the first coordinates (event flattened in C order).
     """
@@ -106,18 +106,22 @@ def ess_stats(draws, method: str = "bulk") -> dict[str, float]:
     return {"min": float(np.min(ess)), "median": float(np.median(ess)), "max": float(np.max(ess))}
 
 
+def _scalar_or_array(x: np.ndarray):
+    return float(x) if x.ndim == 0 else x
+
+
 def ess_per_second(ess, seconds):
     """ESS divided by wall-clock seconds (``seconds`` > 0)."""
     if not np.all(np.asarray(seconds) > 0):
         raise ValueError(f"seconds must be positive, got {seconds}")
-    return np.asarray(ess, dtype=np.float64) / np.asarray(seconds, dtype=np.float64)
+    return _scalar_or_array(np.asarray(ess, dtype=np.float64) / np.asarray(seconds, dtype=np.float64))
 
 
 def ess_per_grad(ess, num_grad_evals):
     """ESS divided by the number of log-density+gradient evaluations (> 0)."""
     if not np.all(np.asarray(num_grad_evals) > 0):
         raise ValueError(f"num_grad_evals must be positive, got {num_grad_evals}")
-    return np.asarray(ess, dtype=np.float64) / np.asarray(num_grad_evals, dtype=np.float64)
+    return _scalar_or_array(np.asarray(ess, dtype=np.float64) / np.asarray(num_grad_evals, dtype=np.float64))
 
 
 def _geyer_tau(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -137,7 +141,10 @@ def _geyer_tau(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         biased = s / s[..., :1]
         unbiased = biased * n / (n - np.arange(n))
     npairs = n // 2
-    pair = lambda a: a[..., : 2 * npairs].reshape(*a.shape[:-1], npairs, 2).sum(-1)  # noqa: E731
+
+    def pair(a):  # sums of lags (0, 1), (2, 3), ...; an odd last lag is dropped
+        return a[..., : 2 * npairs].reshape(*a.shape[:-1], npairs, 2).sum(-1)
+
     keep = np.cumsum(pair(unbiased) < 0, axis=-1) == 0
     tau = -1.0 + 2.0 * np.sum(pair(biased) * keep, axis=-1)
     last_lag = 2 * keep.sum(axis=-1) - 1

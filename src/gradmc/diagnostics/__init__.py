@@ -1,0 +1,64 @@
+"""Sampler-quality metrics: ESS, R-hat, MCSE, moment errors, discrete-marginal errors, TV, MMD.
+
+All functions take NumPy-compatible draws shaped (chain, draw, *event) and return NumPy
+values; one concept per module:
+
+* :mod:`.ess` — ArviZ summary (bulk/tail ESS, R-hat, MCSE), Geyer ESS of a statistic;
+* :mod:`.batch_means` — multivariate batch-means ESS (Vats et al.) and Zhou & Tan's ESS;
+* :mod:`.moments` — errors and MCSE z-scores of moments, bias/variance over chains;
+* :mod:`.discrete` — Rhodes & Gutmann's per-chain marginal errors;
+* :mod:`.tv` — TV distances and the chance bound on them;
+* :mod:`.enumeration` — exact distributions of small discrete targets;
+* :mod:`.mmd` — maximum mean discrepancy.
+"""
+
+from gradmc.diagnostics.batch_means import multivariate_ess, zhoutan_ess
+from gradmc.diagnostics.discrete import (
+    covariance_frobenius_error,
+    empirical_marginals,
+    empirical_pair_marginals,
+    marginal_kl,
+    mean_abs_marginal_error,
+    pairwise_error,
+)
+from gradmc.diagnostics.enumeration import ExactDistribution, enumerate_states, exact_distribution
+from gradmc.diagnostics.ess import (
+    ess_l1_statistic,
+    ess_per_grad,
+    ess_per_second,
+    ess_stats,
+    format_summary,
+    geyer_ess,
+    summary,
+)
+from gradmc.diagnostics.mmd import mmd
+from gradmc.diagnostics.moments import mcse_z, moment_bias_variance, moment_errors
+from gradmc.diagnostics.tv import tv_bound, tv_distance, tv_marginals
+
+__all__ = [
+    "summary",
+    "format_summary",
+    "ess_stats",
+    "ess_per_second",
+    "ess_per_grad",
+    "geyer_ess",
+    "ess_l1_statistic",
+    "multivariate_ess",
+    "zhoutan_ess",
+    "moment_errors",
+    "mcse_z",
+    "moment_bias_variance",
+    "empirical_marginals",
+    "empirical_pair_marginals",
+    "marginal_kl",
+    "mean_abs_marginal_error",
+    "pairwise_error",
+    "covariance_frobenius_error",
+    "tv_distance",
+    "tv_bound",
+    "tv_marginals",
+    "enumerate_states",
+    "exact_distribution",
+    "ExactDistribution",
+    "mmd",
+]
