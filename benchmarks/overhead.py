@@ -23,6 +23,7 @@ import time
 import blackjax
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import gradmc
 from gradmc.report import format_table
@@ -49,7 +50,8 @@ def blackjax_loop(step, states, num_steps: int, chains: int):
         return jax.lax.scan(body, states, jax.random.split(key, num_steps))
 
     run(jax.random.key(0), states)  # compile
-    return lambda: run(jax.random.key(1), states)
+    # like gradmc.sample, bring the draws to the host (numpy), where users analyse them
+    return lambda: np.asarray(run(jax.random.key(1), states)[1])
 
 
 def gradmc_run(target, recipe, num_steps: int, chains: int):

@@ -120,3 +120,56 @@ def test_sharded_over_four_cpu_devices_matches_one_device(tmp_path):
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "identical" in out.stdout
+
+
+def test_streamed_run_assembles_a_complete_arviz_trace(tmp_path, corr_gaussian):
+    import arviz as az
+
+    full = gradmc.sample(corr_gaussian, "rwm", **RUN)
+    lean = gradmc.sample(corr_gaussian, "rwm", keep_draws=False, checkpoint=tmp_path / "c", **RUN)
+    path = lean.save_netcdf(tmp_path / "trace.nc")
+    idata = az.from_netcdf(path)
+    np.testing.assert_array_equal(idata.posterior["x"].values, full.draws)
+    np.testing.assert_array_equal(idata.sample_stats["acceptance_rate"].values, full.stats["acceptance_rate"])
+
+
+MULTI_HOST = textwrap.dedent(
+    """
+    import sys, jax
+    rank, port, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=2, process_id=rank)
+    import gradmc
+    trace = gradmc.sample(gradmc.target("gaussian-2d-corr"), "mala", num_chains=8, num_warmup=40, num_draws=60,
+                          seed=2, progress=False)
+    assert trace.draws.shape[0] == 4 and trace.first_chain == 4 * rank
+    trace.save_netcdf(f"{out}/shard{rank}.nc")
+    """
+)
+
+
+def test_two_processes_on_loopback_merge_to_the_single_process_run(tmp_path):
+    import socket
+
+    import arviz as az
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    script = tmp_path / "host.py"
+    script.write_text(MULTI_HOST)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_cpu_max_isa=AVX"}
+    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(port), str(tmp_path)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in (0, 1)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+    from gradmc.cli import main
+
+    assert main(["merge", str(tmp_path / "merged.nc"), str(tmp_path / "shard1.nc"), str(tmp_path / "shard0.nc")]) == 0
+    merged = az.from_netcdf(tmp_path / "merged.nc").posterior["x"].values
+    single = subprocess.run(
+        [sys.executable, "-c", "import gradmc, numpy as np, sys; t = gradmc.sample(gradmc.target('gaussian-2d-corr'), 'mala', "
+         "num_chains=8, num_warmup=40, num_draws=60, seed=2, progress=False); np.save(sys.argv[1], t.draws)", str(tmp_path / "one.npy")],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-2000:]
+    np.testing.assert_array_equal(merged, np.load(tmp_path / "one.npy"))

@@ -29,7 +29,7 @@ from typing import Any
 import jax
 import numpy as np
 
-__all__ = ["RunStore"]
+__all__ = ["RunStore", "iter_chunk_arrays"]
 
 
 def _atomic_write(path: Path, write) -> None:
@@ -48,28 +48,30 @@ def _atomic_write(path: Path, write) -> None:
 
 
 def _leaves(tree) -> dict[str, np.ndarray]:
-    leaves = jax.tree.leaves(jax.device_get(tree))
+    """Leaves of a pytree keyed by their path (e.g. ``[1].acceptance_rate``); typed PRNG
+    keys are stored as their raw key data."""
     out = {}
-    for i, leaf in enumerate(leaves):
-        arr = np.asarray(leaf)
-        if jax.dtypes.issubdtype(arr.dtype, jax.dtypes.prng_key):  # typed PRNG keys
-            arr = np.asarray(jax.random.key_data(leaf))
-        out[f"{i:05d}"] = arr
+    for path, leaf in jax.tree_util.tree_flatten_with_path(jax.device_get(tree))[0]:
+        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
+        out[jax.tree_util.keystr(path) or "[]"] = np.asarray(leaf)
     return out
 
 
 def _restore(template, arrays: dict[str, np.ndarray]):
-    leaves, treedef = jax.tree.flatten(template)
-    if len(leaves) != len(arrays):
-        raise ValueError("checkpoint state does not match this sampler's state structure")
+    """Rebuild a pytree shaped like ``template`` from :func:`_leaves`' arrays."""
+    paths_leaves, treedef = jax.tree_util.tree_flatten_with_path(template)
     restored = []
-    for i, leaf in enumerate(leaves):
-        arr = arrays[f"{i:05d}"]
+    for path, leaf in paths_leaves:
+        name = jax.tree_util.keystr(path) or "[]"
+        if name not in arrays:
+            raise ValueError(f"checkpoint lacks {name!r}: it was written by a sampler with another state structure")
+        arr = arrays[name]
         if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
             restored.append(jax.random.wrap_key_data(arr))
         else:
             restored.append(np.asarray(arr, dtype=leaf.dtype).reshape(leaf.shape))
-    return jax.tree.unflatten(treedef, restored)
+    return jax.tree_util.tree_unflatten(treedef, restored)
 
 
 class RunStore:
@@ -110,7 +112,7 @@ class RunStore:
             phase, done = str(data["phase"]), int(data["done"])
             states = _restore(state_templates[phase], {k[6:]: data[k] for k in data.files if k.startswith("state/")})
             params = None
-            if params_template is not None and any(k.startswith("params/") for k in data.files):
+            if phase != "warmup" and params_template is not None:
                 params = _restore(params_template, {k[7:]: data[k] for k in data.files if k.startswith("params/")})
         return phase, done, states, params
 
@@ -125,5 +127,15 @@ class RunStore:
         with np.load(self._chunk_path(phase, index)) as data:
             return _restore(template, {k: data[k] for k in data.files})
 
-    def has_chunk(self, phase: str, index: int) -> bool:
-        return self._chunk_path(phase, index).exists()
+    def chunk_arrays(self, phase: str):
+        return iter_chunk_arrays(self.directory, phase)
+
+
+def iter_chunk_arrays(directory: str | os.PathLike, phase: str):
+    """Yield each saved chunk of ``phase`` in order as ``{path: array}`` (one in memory at a
+    time); for the draw phase, ``[0]`` holds the draws and ``[1].<stat>`` the statistics."""
+    index = 0
+    while (path := Path(directory) / "chunks" / f"{phase}_{index:06d}.npz").exists():
+        with np.load(path) as data:
+            yield {k: data[k] for k in data.files}
+        index += 1

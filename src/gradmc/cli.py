@@ -55,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-option", action="append", metavar="KEY=VALUE", help="target option (repeatable)")
     _budget_args(p)
 
+    p = sub.add_parser("merge", help="join the per-process NetCDF traces of a multi-host run along chains")
+    p.add_argument("out", type=Path)
+    p.add_argument("shards", nargs="+", type=Path)
+
     p = sub.add_parser("reproduce", help="rerun a published experiment (gradmc list shows them)")
     p.add_argument("experiment")
     p.add_argument("--full", action="store_true", help="the paper's budget instead of the quick default")
@@ -141,12 +145,22 @@ def _cmd_reproduce(gradmc, args) -> int:
     return 0
 
 
+def _cmd_merge(args) -> int:
+    from gradmc.trace import merge_netcdf
+
+    missing = [str(p) for p in args.shards if not p.exists()]
+    if missing:
+        raise ValueError(f"no such shard file(s): {', '.join(missing)}")
+    print(f"wrote {merge_netcdf(args.shards, args.out)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import gradmc
 
     commands = {"list": lambda: _cmd_list(gradmc), "sample": lambda: _cmd_sample(gradmc, args),
-                "compare": lambda: _cmd_compare(gradmc, args), "reproduce": lambda: _cmd_reproduce(gradmc, args)}
+                "compare": lambda: _cmd_compare(gradmc, args), "reproduce": lambda: _cmd_reproduce(gradmc, args), "merge": lambda: _cmd_merge(args)}
     try:
         return commands[args.command]()
     except (gradmc.UnknownNameError, ValueError, TypeError) as err:

@@ -135,6 +135,15 @@ def _concat(outputs):
     return jax.tree.map(lambda *xs: np.concatenate(xs, axis=1), *outputs)
 
 
+def _process_chains(num_chains: int) -> slice:
+    """The chains of this process: all of them, or a contiguous block under jax.distributed."""
+    count, index = jax.process_count(), jax.process_index()
+    if num_chains % count:
+        raise ValueError(f"num_chains ({num_chains}) must be a multiple of the number of processes ({count})")
+    per = num_chains // count
+    return slice(index * per, (index + 1) * per)
+
+
 def _chain_sharding(num_chains: int, devices) -> NamedSharding | None:
     """Shard the chain axis over ``devices`` (default: all local devices, when they divide
     the number of chains); ``None`` for a single device."""
@@ -201,12 +210,17 @@ def sample(
     observe_one = bound.position if keep is None else (lambda s: keep(bound.position(s)))
     observe = jax.vmap(observe_one)
 
-    sharding = _chain_sharding(num_chains, devices)
-    place = (lambda tree: tree) if sharding is None else (lambda tree: jax.device_put(tree, sharding))
+    # Many hosts (jax.distributed): each process runs its own contiguous block of chains,
+    # with the keys and starts those chains have in a single-process run.
+    local = _process_chains(num_chains)
+    sharding = _chain_sharding(local.stop - local.start, devices)
+    place = (lambda tree: tree[local]) if sharding is None else (lambda tree: jax.device_put(tree[local], sharding))
     root = jax.random.key(seed)
     chain_keys = place(jax.random.split(jax.random.fold_in(root, 0), num_chains))
     positions = place(initial_positions(target, num_chains, jax.random.fold_in(root, 1), init))
     init_keys = place(jax.random.split(jax.random.fold_in(root, 2), num_chains))
+    if checkpoint is not None and jax.process_count() > 1:
+        checkpoint = Path(checkpoint) / f"process_{jax.process_index()}"
     warm_states = jax.jit(jax.vmap(bound.init))(init_keys, positions)
     finalize = jax.jit(jax.vmap(bound.finalize))
 
@@ -241,7 +255,8 @@ def sample(
     phase, done, states, params = WARMUP, 0, warm_states, None
     if store is not None and (saved := store.load_state({WARMUP: warm_states, DRAWS: kernel_template}, params_template)):
         phase, done, states, params = saved
-        states, params = place(states), None if params is None else place(params)
+        reshard = (lambda t: t) if sharding is None else (lambda t: jax.device_put(t, sharding))
+        states, params = reshard(states), None if params is None else reshard(params)
 
     total_steps = num_warmup + num_draws * thinning
     bar = _progress_bar(total_steps, done if phase == WARMUP else num_warmup + done * thinning,
@@ -313,5 +328,6 @@ def sample(
         final_state=jax.device_get(states),
         moments=moments.result(),
         directory=None if store is None else Path(checkpoint),
+        first_chain=local.start,
     )
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from gradmc.base import StepStats
 
-__all__ = ["Trace", "RunningMoments"]
+__all__ = ["Trace", "RunningMoments", "merge_netcdf"]
 
 _ARVIZ_NAMES = {
     "logdensity": "lp",
@@ -81,6 +81,7 @@ class Trace:
     final_state: Any = None
     moments: dict | None = None
     directory: Path | None = None
+    first_chain: int = 0  # index of this trace's first chain in the whole run (multi-host shards)
 
     @staticmethod
     def flatten_stats(stats: StepStats) -> dict[str, np.ndarray]:
@@ -129,14 +130,69 @@ class Trace:
             sample_stats=sample_stats,
             warmup_sample_stats=warmup_stats or None,
             save_warmup=bool(warmup_stats),
-            attrs={
-                "target": self.target,
-                "sampler": self.sampler,
-                "seed": self.seed,
-                "thinning": self.thinning,
-                "options": repr(self.options),
-                "sampling_seconds": self.sampling_seconds,
-                "inference_library": "gradmc",
-            },
         )
+        idata.posterior.attrs.update({
+            "target": self.target,
+            "sampler": self.sampler,
+            "seed": self.seed,
+            "thinning": self.thinning,
+            "options": repr(self.options),
+            "sampling_seconds": self.sampling_seconds,
+            "first_chain": self.first_chain,
+            "inference_library": "gradmc",
+        })
         return idata
+
+    def save_netcdf(self, path, var_name: str = "x") -> Path:
+        """Write the run as an ArviZ NetCDF file (``arviz.from_netcdf`` reads it back).
+
+        A run that kept no draws in memory but has a checkpoint folder is assembled chunk
+        by chunk from that folder, so memory holds one chunk at a time.
+        """
+        path = Path(path)
+        if self.draws is not None:
+            self.to_arviz(var_name).to_netcdf(str(path), engine="h5netcdf")
+            return path
+        if self.directory is None:
+            raise ValueError("this trace kept no draws (keep_draws=False) and has no checkpoint folder to read them from")
+        import h5netcdf
+
+        from gradmc.checkpoint import iter_chunk_arrays
+
+        chunks = iter_chunk_arrays(self.directory, "draws")
+        first = next(chunks)["[0]"]
+        num_chains, num_draws = first.shape[0], self.stats["acceptance_rate"].shape[1]
+        event_dims = tuple(f"{var_name}_dim_{i}" for i in range(first.ndim - 2))
+        with h5netcdf.File(path, "w") as f:
+            post = f.create_group("posterior")
+            post.dimensions.update({"chain": num_chains, "draw": num_draws, **dict(zip(event_dims, first.shape[2:]))})
+            var = post.create_variable(var_name, ("chain", "draw", *event_dims), dtype=first.dtype)
+            start = 0
+            for block in (first, *(c["[0]"] for c in chunks)):
+                var[:, start : start + block.shape[1]] = block
+                start += block.shape[1]
+            stats = f.create_group("sample_stats")
+            stats.dimensions.update({"chain": num_chains, "draw": num_draws})
+            for name, values in self.stats.items():
+                if values.ndim == 2:
+                    is_bool = values.dtype == bool  # NetCDF has no booleans: int8 + xarray's marker
+                    var = stats.create_variable(_ARVIZ_NAMES.get(name, name), ("chain", "draw"),
+                                                data=values.astype(np.int8) if is_bool else values)
+                    if is_bool:
+                        var.attrs["dtype"] = "bool"
+            post.attrs.update({"target": self.target, "sampler": self.sampler, "seed": self.seed, "first_chain": self.first_chain})
+        return path
+
+
+def merge_netcdf(shards, out) -> Path:
+    """Join per-process NetCDF traces (``Trace.save_netcdf`` of each shard of a multi-host
+    run) along the chain axis, ordered by their ``first_chain`` attribute."""
+    import arviz as az
+
+    loaded = [az.from_netcdf(str(p)) for p in shards]
+    if not loaded:
+        raise ValueError("give at least one shard to merge")
+    loaded.sort(key=lambda d: int(d.posterior.attrs.get("first_chain", 0)))
+    merged = az.concat(*loaded, dim="chain", reset_dim=True) if len(loaded) > 1 else loaded[0]
+    merged.to_netcdf(str(out), engine="h5netcdf")
+    return Path(out)
