@@ -6,7 +6,8 @@ without gradmc, and no pickles):
 * ``run.json`` — the configuration fingerprint (target, sampler, options, budget, seed, ...).
   A resume with a different configuration is refused, naming what differs.
 * ``state.npz`` — the chains' latest state at a chunk boundary: phase, iterations done,
-  the flattened leaves of the warm-up or kernel state and of the adapted parameters.
+  the leaves of the warm-up or kernel state and of the adapted parameters (keyed by their
+  pytree path), and the seconds spent so far.
 * ``chunks/{phase}_{index:06d}.npz`` — the outputs (draws, statistics) of each chunk.
 
 Every file is written to a temporary name and moved into place with ``os.replace``, which
@@ -92,8 +93,9 @@ class RunStore:
             _atomic_write(meta, lambda h: h.write(json.dumps(self.fingerprint, indent=1).encode()))
 
     # -- chain state -------------------------------------------------------------------
-    def save_state(self, phase: str, done: int, states, params=None) -> None:
+    def save_state(self, phase: str, done: int, states, params=None, timing: dict | None = None) -> None:
         arrays = {f"state/{k}": v for k, v in _leaves(states).items()}
+        arrays["timing"] = np.array(json.dumps(timing or {}))
         if params is not None:
             arrays.update({f"params/{k}": v for k, v in _leaves(params).items()})
         arrays["phase"] = np.array(phase)
@@ -101,7 +103,7 @@ class RunStore:
         _atomic_write(self.directory / "state.npz", lambda h: np.savez(h, **arrays))
 
     def load_state(self, state_templates: dict[str, Any], params_template=None):
-        """``(phase, done, states, params)`` from the last save, or ``None`` if there is none.
+        """``(phase, done, states, params, timing)`` from the last save, or ``None``.
 
         ``state_templates`` maps each phase to a pytree of the state's structure.
         """
@@ -114,7 +116,8 @@ class RunStore:
             params = None
             if phase != "warmup" and params_template is not None:
                 params = _restore(params_template, {k[7:]: data[k] for k in data.files if k.startswith("params/")})
-        return phase, done, states, params
+            timing = json.loads(str(data["timing"])) if "timing" in data.files else {}
+        return phase, done, states, params, timing
 
     # -- chunk outputs -------------------------------------------------------------------
     def _chunk_path(self, phase: str, index: int) -> Path:

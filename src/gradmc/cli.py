@@ -47,23 +47,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sampler", required=True)
     p.add_argument("--option", action="append", metavar="KEY=VALUE", help="sampler option (repeatable)")
     p.add_argument("--target-option", action="append", metavar="KEY=VALUE", help="target option (repeatable)")
+    p.add_argument("--checkpoint", type=Path, default=None, help="checkpoint folder: the same command resumes")
     _budget_args(p)
 
     p = sub.add_parser("compare", help="run several samplers on a target with the same budget")
     p.add_argument("target")
     p.add_argument("--samplers", default="rwm,mala,hmc,nuts", help="comma-separated sampler names")
     p.add_argument("--target-option", action="append", metavar="KEY=VALUE", help="target option (repeatable)")
+    p.add_argument("--checkpoint", type=Path, default=None, help="checkpoint folder: the same command resumes")
     _budget_args(p)
 
     p = sub.add_parser("merge", help="join the per-process NetCDF traces of a multi-host run along chains")
     p.add_argument("out", type=Path)
     p.add_argument("shards", nargs="+", type=Path)
 
-    p = sub.add_parser("reproduce", help="rerun a published experiment (gradmc list shows them)")
-    p.add_argument("experiment")
+    p = sub.add_parser("reproduce", help="rerun a published experiment (gradmc list shows them), or --all")
+    p.add_argument("experiment", nargs="?", help="experiment name (omit with --all)")
+    p.add_argument("--all", action="store_true", help="every experiment, into one report (report/index.html)")
     p.add_argument("--full", action="store_true", help="the paper's budget instead of the quick default")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=None, help="output folder (default out/EXPERIMENT)")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default out/EXPERIMENT, or report/ with --all)")
+    p.add_argument("--checkpoint", type=Path, default=None, help="checkpoint folder: the same command resumes")
     p.add_argument("--no-progress", action="store_true")
     return parser
 
@@ -86,7 +90,7 @@ def _cmd_sample(gradmc, args) -> int:
     recipe = gradmc.sampler(args.sampler, **_parse_options(args.option))
     trace = gradmc.sample(
         target, recipe, num_chains=args.chains, num_warmup=args.warmup, num_draws=args.draws, seed=args.seed,
-        progress=not args.no_progress,
+        progress=not args.no_progress, checkpoint=args.checkpoint,
     )
     table = diagnostics.summary(trace.draws, target.truth, max_coords=10)
     shown = "" if target.dim <= 10 else f" (first 10 of {target.dim} coordinates)"
@@ -99,7 +103,7 @@ def _cmd_sample(gradmc, args) -> int:
     )
     out = args.out or Path("out") / f"{target.name}-{trace.sampler}"
     out.mkdir(parents=True, exist_ok=True)
-    trace.to_arviz().to_netcdf(str(out / "trace.nc"), engine="h5netcdf")
+    trace.save_netcdf(out / "trace.nc")
     report.plot_trace(trace.draws, out / "trace.png", title=f"{trace.sampler} on {target.name}")
     if target.dim == 2:
         report.plot_pairs(trace.draws, out / "pairs.png", title=f"{trace.sampler} on {target.name}")
@@ -110,14 +114,16 @@ def _cmd_sample(gradmc, args) -> int:
 def _cmd_compare(gradmc, args) -> int:
     from gradmc import report
     from gradmc.compare import COMPARE_COLUMNS, compare
+    from gradmc.run import checkpoint_root
 
     target = gradmc.target(args.target, **_parse_options(args.target_option))
     names = [s.strip() for s in args.samplers.split(",") if s.strip()]
     recipes = [gradmc.sampler(n) for n in names]  # fail fast on unknown names
-    result = compare(
-        target, recipes, num_chains=args.chains, num_warmup=args.warmup, num_draws=args.draws, seed=args.seed,
-        progress=not args.no_progress,
-    )
+    with checkpoint_root(args.checkpoint):
+        result = compare(
+            target, recipes, num_chains=args.chains, num_warmup=args.warmup, num_draws=args.draws, seed=args.seed,
+            progress=not args.no_progress,
+        )
     extra = [c for c in ("divergent", "nonfinite") if any(c in r for r in result.rows)]
     print(report.format_table(result.rows, COMPARE_COLUMNS + extra, title=f"{target.name}: {args.chains} chains x {args.draws} draws after {args.warmup} warm-up"))
     out = args.out or Path("out") / f"compare-{target.name}"
@@ -134,15 +140,23 @@ def _cmd_compare(gradmc, args) -> int:
 
 def _cmd_reproduce(gradmc, args) -> int:
     from gradmc import registry
+    from gradmc.reproduce import run_all, run_experiment
+    from gradmc.run import checkpoint_root
 
-    entry = registry.experiment(args.experiment)
-    out = args.out or Path("out") / args.experiment
-    out.mkdir(parents=True, exist_ok=True)
-    text = entry.constructor(out=out, full=args.full, seed=args.seed, progress=not args.no_progress)
-    print(text)
-    (out / "report.md").write_text(text + "\n")
-    print(f"wrote {out}/report.md")
-    return 0
+    if args.all == bool(args.experiment):
+        raise ValueError("give one experiment name, or --all (valid names: "
+                         + ", ".join(e.name for e in registry.experiments()) + ")")
+    with checkpoint_root(args.checkpoint):
+        if args.all:
+            index = run_all(args.out or Path("report"), full=args.full, seed=args.seed, progress=not args.no_progress)
+            print(f"wrote {index} and {index.with_suffix('.md')}")
+            return 0
+        registry.experiment(args.experiment)  # unknown names fail before any work
+        result = run_experiment(args.experiment, args.out or Path("out") / args.experiment, full=args.full,
+                                seed=args.seed, progress=not args.no_progress)
+    print(result["text"])
+    print(f"wrote {args.out or Path('out') / args.experiment}/report.md ({result['seconds']:.0f} s)")
+    return 0 if result["ok"] else 1
 
 
 def _cmd_merge(args) -> int:

@@ -9,10 +9,14 @@ bit-identical draws whatever the chunk size, the device count, or a resume.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import sys
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -27,9 +31,22 @@ from gradmc.checkpoint import RunStore
 from gradmc.registry import sampler as sampler_recipe
 from gradmc.trace import RunningMoments, Trace
 
-__all__ = ["sample", "initial_positions"]
+__all__ = ["sample", "initial_positions", "checkpoint_root"]
 
 WARMUP, DRAWS = "warmup", "draws"
+_CHECKPOINT_ROOT: ContextVar[Path | None] = ContextVar("gradmc_checkpoint_root", default=None)
+
+
+@contextmanager
+def checkpoint_root(directory: str | os.PathLike | None):
+    """Within this block every ``sample()`` call without its own ``checkpoint`` keeps one in
+    ``directory/<fingerprint hash>``: rerunning the same code resumes each run where it
+    stopped (what ``gradmc compare/reproduce --checkpoint DIR`` use)."""
+    token = _CHECKPOINT_ROOT.set(None if directory is None else Path(directory))
+    try:
+        yield
+    finally:
+        _CHECKPOINT_ROOT.reset(token)
 
 
 def _progress_bar(total: int, initial: int, desc: str, enabled: bool):
@@ -219,25 +236,31 @@ def sample(
     chain_keys = place(jax.random.split(jax.random.fold_in(root, 0), num_chains))
     positions = place(initial_positions(target, num_chains, jax.random.fold_in(root, 1), init))
     init_keys = place(jax.random.split(jax.random.fold_in(root, 2), num_chains))
-    if checkpoint is not None and jax.process_count() > 1:
-        checkpoint = Path(checkpoint) / f"process_{jax.process_index()}"
     warm_states = jax.jit(jax.vmap(bound.init))(init_keys, positions)
     finalize = jax.jit(jax.vmap(bound.finalize))
 
-    many_chunks = (progress and sys.stderr.isatty()) or checkpoint is not None
+    many_chunks = (progress and sys.stderr.isatty()) or checkpoint is not None or _CHECKPOINT_ROOT.get() is not None
 
     def size(total):
         return chunk_size or (math.ceil(max(total, 1) / 20) if many_chunks else max(total, 1))
 
     store = None
-    if checkpoint is not None:
-        store = RunStore(checkpoint, {
+    root_dir = _CHECKPOINT_ROOT.get()
+    if checkpoint is not None or root_dir is not None:
+        fingerprint = {
             "target": target.name, "sampler": recipe.name, "options": repr(sorted(recipe.options.items())),
             "num_chains": num_chains, "num_warmup": num_warmup, "num_draws": num_draws, "seed": seed,
             "thinning": thinning, "chunk_size": [size(num_warmup), size(num_draws)],
-            "init": None if init is None else np.asarray(init).tobytes().hex()[:64],
+            # the log density at the starts tells targets of one name but other data apart
+            "start_logdensity": float(np.sum(np.asarray(jax.vmap(target.logdensity_fn)(positions), np.float64))),
             "keep": None if keep is None else getattr(keep, "__qualname__", repr(keep)),
-        })
+        }
+        if checkpoint is None:
+            digest = hashlib.sha1(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()[:16]
+            checkpoint = root_dir / f"{target.name}-{recipe.name}-{digest}"
+        if jax.process_count() > 1:
+            checkpoint = Path(checkpoint) / f"process_{jax.process_index()}"
+        store = RunStore(checkpoint, fingerprint)
 
     def warm_step(keys, states, t, params):
         del params
@@ -253,15 +276,16 @@ def sample(
         DRAWS: _Phase(draw_step, num_draws, num_warmup, thinning, observe, kernel_template, params_template),
     }
     phase, done, states, params = WARMUP, 0, warm_states, None
+    timing = {"compile_s": 0.0, "warmup_s": 0.0, "sampling_s": 0.0}
     if store is not None and (saved := store.load_state({WARMUP: warm_states, DRAWS: kernel_template}, params_template)):
-        phase, done, states, params = saved
+        phase, done, states, params, saved_timing = saved
+        timing.update(saved_timing)
         reshard = (lambda t: t) if sharding is None else (lambda t: jax.device_put(t, sharding))
         states, params = reshard(states), None if params is None else reshard(params)
 
     total_steps = num_warmup + num_draws * thinning
     bar = _progress_bar(total_steps, done if phase == WARMUP else num_warmup + done * thinning,
                         f"{recipe.name} on {target.name}", progress)
-    timing = {"compile_s": 0.0, "warmup_s": 0.0, "sampling_s": 0.0}
     collected: dict[str, list] = {WARMUP: [], DRAWS: []}
     moments = RunningMoments()
 
@@ -296,7 +320,7 @@ def sample(
             if store is not None:
                 store.save_chunk(name, index, out)
                 if (index + 1) % checkpoint_every == 0 or iterations == spec.num:
-                    store.save_state(name, iterations, states, params)
+                    store.save_state(name, iterations, states, params, timing)
             collect(name, out)
             bar.update(length * spec.thinning)
         return states
@@ -305,7 +329,7 @@ def sample(
         states = run_phase(WARMUP, states, None, done)
         states, params = finalize(states)
         if store is not None:
-            store.save_state(DRAWS, 0, states, params)
+            store.save_state(DRAWS, 0, states, params, timing)
         done = 0
     else:  # resumed in the draw phase: the warm-up statistics come back from disk
         run_phase(WARMUP, None, None, num_warmup)
