@@ -38,6 +38,7 @@ __all__ = [
     "Recipe",
     "mh_accept",
     "reject_nonfinite",
+    "mh_stats",
 ]
 
 ArrayTree = Any
@@ -167,6 +168,17 @@ def step_stats(
         nonfinite=jnp.asarray(nonfinite, bool),
         extra={} if extra is None else extra,
     )
+
+
+def mh_stats(num_grad_evals: int) -> Callable:
+    """``stats_fn(state, info, step_size)`` for kernels whose state has ``logdensity`` and whose
+    info has ``acceptance_rate``, ``is_accepted`` and ``nonfinite``."""
+
+    def stats_fn(state, info, step_size):
+        return step_stats(state.logdensity, info.acceptance_rate, info.is_accepted, step_size, num_grad_evals,
+                          nonfinite=info.nonfinite)
+
+    return stats_fn
 
 
 class Sampler(NamedTuple):

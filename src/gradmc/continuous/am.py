@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
 from gradmc.adapt.step_size import check_positive
-from gradmc.base import Sampler, Target, step_stats
+from gradmc.base import Sampler, Target, mh_stats
 from gradmc.continuous import rwm
 from gradmc.registry import register_sampler
 
@@ -56,8 +56,10 @@ def build(target: Target, num_warmup: int, initial_scale=None, target_accept=0.2
     kernel = rwm.build_kernel()
     logdensity_fn = target.logdensity_fn
 
+    rwm_stats = mh_stats(0)
+
     def stats(state, info, scale):
-        return step_stats(state.logdensity, info.acceptance_rate, info.is_accepted, jnp.sqrt(scale), 0, nonfinite=info.nonfinite)
+        return rwm_stats(state, info, jnp.sqrt(scale))
 
     def init(key, position):
         del key

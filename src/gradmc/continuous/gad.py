@@ -14,15 +14,17 @@ reparameterisation gradient at the proposal actually made (Algorithm 1). With
 * gadMALAf ``grad_L = [-1/2 d (eps + 1/2 L^T d)^T]_lower`` — the gradient with ``g_y`` held
   constant in ``L`` (paper §2.3 and supplement; one outer product, O(n^2));
 * gadMALAe the exact gradient: autodiff of ``log a`` through ``y(L)`` *and* ``g_y(L)``.
-  This is a reverse pass through the gradient of ``log pi`` (a Hessian-vector product),
-  so one gadMALAe warm-up step costs about 2-3 log-density gradients against 1 for
-  gadMALAf. Measured here (CPU, float32, jitted scan, per warm-up step): Neal's
-  100-D Gaussian 1.9x, logistic regression on Caravan (d = 86, N = 5822) 2.7x the
-  time of a gadMALAf step.
+  The extra work is one reverse pass through ``grad log pi`` (a Hessian-vector product)
+  per warm-up step, on top of the O(n^2) update shared by all three. Measured (CPU,
+  float32, one chain, jitted scan of 2,000 warm-up steps, best of 5):
+  Neal's 100-D Gaussian 65 vs 56 us per step (1.15x gadMALAf; there the O(n^2) update
+  dominates a 1.3 us gradient), logistic regression on Caravan (d = 86, N = 5822)
+  197 vs 128 us (1.54x; one gradient is 90 us). Kept draws cost the same for both.
 
 plus ``beta diag(1/L_ii)`` from the entropy term in every case. The step is the RMSProp
 of the released code (``G <- kappa grad^2 + (1 - kappa) G``, ``kappa = 1`` at the first
-update, ``L <- L + eta grad / (1 + sqrt(G))``), then ``diag(L) >= 1e-3``. The entropy
+update, so ``G0`` is overwritten; ``L <- L + eta grad / (1 + sqrt(G))``), then
+``diag(L) >= 1e-3``. The entropy
 weight follows ``beta <- max(beta (1 + 0.02 (accepted - alpha*)), 1e-4)`` (Algorithm 1).
 An update whose log ratio or gradient is not finite is skipped and counted; ``L`` stays
 lower-triangular with a positive diagonal by construction.
@@ -41,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.base import SamplingAlgorithm, Sampler, Target, mh_accept, step_stats
-from gradmc.continuous import rwm
+from gradmc.continuous import mala, rwm
 from gradmc.registry import register_sampler
 
 __all__ = [
@@ -55,7 +57,6 @@ __all__ = [
     "log_acceptance_ratio",
     "fast_mala_gradient",
     "build_kernel",
-    "build_adaptive_kernel",
     "as_top_level_api",
 ]
 
@@ -118,12 +119,16 @@ def _check_chol(L, dim: int) -> jax.Array:
     return jnp.asarray(m, jnp.float32)
 
 
+def _check_start(beta0, G0) -> None:
+    if not (float(beta0) > 0 and float(G0) >= 0):
+        raise ValueError(f"need beta0 > 0 and G0 >= 0, got beta0={beta0}, G0={G0}")
+
+
 def init_adaptation(state: GadState, L0=None, beta0: float = 1.0, G0: float = 0.01) -> GadAdaptState:
     """Adaptation state with ``L0`` (default ``0.1/sqrt(n) I``), ``beta0`` and ``G0``."""
     n = state.position.shape[0]
     L = jnp.eye(n, dtype=jnp.float32) * (0.1 / np.sqrt(n)) if L0 is None else _check_chol(L0, n)
-    if not (beta0 > 0 and G0 >= 0):
-        raise ValueError(f"need beta0 > 0 and G0 >= 0, got beta0={beta0}, G0={G0}")
+    _check_start(beta0, G0)
     return GadAdaptState(state, L, jnp.float32(beta0), jnp.full((n, n), G0, jnp.float32),
                          jnp.int32(0), jnp.int32(0))
 
@@ -163,29 +168,8 @@ def fast_mala_gradient(L, eps, g_x, g_y):
     return -0.5 * jnp.outer(d, eps + 0.5 * (L.T @ d))
 
 
-def _transition(rng_key, state, L, logdensity_fn, langevin, evaluate):
-    """Propose with ``L``, MH-accept; ``evaluate`` returns ``((log_ratio, proposal), extra)``."""
-    key_eps, key_mh = jax.random.split(rng_key)
-    eps = jax.random.normal(key_eps, state.position.shape, state.position.dtype)
-    (log_ratio, proposal), extra = evaluate(L, state, eps, logdensity_fn, langevin)
-    accept, prob, nonfinite = mh_accept(key_mh, log_ratio)
-    new_state = jax.tree.map(lambda a, b: jnp.where(accept, a, b), proposal, state)
-    return new_state, (accept, prob, nonfinite, log_ratio, proposal, eps, extra)
-
-
 def _forward(L, state, eps, logdensity_fn, langevin):
     return log_acceptance_ratio(L, state, eps, logdensity_fn, langevin), None
-
-
-def build_kernel(langevin: bool = True):
-    """Fixed kernel ``kernel(key, state, logdensity_fn, L)``: RWM (``langevin=False``) or
-    preconditioned MALA with proposal covariance ``L L^T``."""
-
-    def kernel(rng_key, state: GadState, logdensity_fn, L):
-        new_state, (accept, prob, nonfinite, log_ratio, *_) = _transition(rng_key, state, L, logdensity_fn, langevin, _forward)
-        return new_state, GadInfo(prob, accept, nonfinite, log_ratio, jnp.bool_(False))
-
-    return kernel
 
 
 def _check_hyper(method, target_accept, learning_rate, kappa):
@@ -201,10 +185,15 @@ def _check_hyper(method, target_accept, learning_rate, kappa):
     return langevin, float(target_accept), float(learning_rate)
 
 
-def build_adaptive_kernel(method: str, target_accept=None, learning_rate=None, kappa: float = 0.1,
-                          beta_rate: float = 0.02, beta_min: float = 1e-4, diag_min: float = 1e-3):
+def build_kernel(method: str, target_accept=None, learning_rate=None, kappa: float = 0.1,
+                 beta_rate: float = 0.02, beta_min: float = 1e-4, diag_min: float = 1e-3):
     """Adaptive kernel ``kernel(key, adapt_state, logdensity_fn)``: one proposal, one MH
-    test, one gradient step on ``L`` and one update of ``beta`` (Algorithm 1)."""
+    test, one gradient step on ``L`` and one update of ``beta`` (Algorithm 1).
+
+    The frozen kernel is not here: it is :mod:`gradmc.continuous.rwm` (``step_size=1``,
+    ``chol=L``) or :mod:`gradmc.continuous.mala` (``step_size=1/2``, ``chol=L``), whose
+    proposals ``x + L eps`` and ``x + 1/2 L L^T g + L eps`` are the ones adapted here.
+    """
     langevin, target_accept, learning_rate = _check_hyper(method, target_accept, learning_rate, kappa)
 
     evaluate = jax.value_and_grad(log_acceptance_ratio, has_aux=True) if method == "mala-e" else _forward
@@ -219,10 +208,13 @@ def build_adaptive_kernel(method: str, target_accept=None, learning_rate=None, k
         return jnp.tril(jnp.where(log_ratio < 0, dL, 0.0))
 
     def kernel(rng_key, astate: GadAdaptState, logdensity_fn):
-        L, beta = astate.L, astate.beta
-        new_state, (accept, prob, nonfinite, log_ratio, proposal, eps, dL_exact) = _transition(
-            rng_key, astate.state, L, logdensity_fn, langevin, evaluate)
-        grad = bound_gradient(L, astate.state, proposal, eps, log_ratio, dL_exact) + beta * jnp.diag(1.0 / jnp.diag(L))
+        L, beta, state = astate.L, astate.beta, astate.state
+        key_eps, key_mh = jax.random.split(rng_key)
+        eps = jax.random.normal(key_eps, state.position.shape, state.position.dtype)
+        (log_ratio, proposal), dL_exact = evaluate(L, state, eps, logdensity_fn, langevin)
+        accept, prob, nonfinite = mh_accept(key_mh, log_ratio)
+        new_state = jax.tree.map(lambda a, b: jnp.where(accept, a, b), proposal, state)
+        grad = bound_gradient(L, state, proposal, eps, log_ratio, dL_exact) + beta * jnp.diag(1.0 / jnp.diag(L))
         ok = jnp.isfinite(log_ratio) & jnp.all(jnp.isfinite(grad))
         grad = jnp.where(ok, grad, 0.0)
         G, step = rmsprop_step(astate.G, grad, astate.t, kappa)
@@ -244,11 +236,8 @@ def build_adaptive_kernel(method: str, target_accept=None, learning_rate=None, k
 
 def as_top_level_api(logdensity_fn: Callable, method: str = "mala-f", target_accept=None, learning_rate=None,
                      L0=None, beta0: float = 1.0, G0: float = 0.01, **adapt_options) -> SamplingAlgorithm:
-    """The adaptive sampler: ``alg.init(x) -> GadAdaptState``; ``alg.step(key, s)`` adapts ``L``, ``beta``.
-
-    For the frozen kernel use ``build_kernel(langevin)(key, state, logdensity_fn, L)``.
-    """
-    kernel = build_adaptive_kernel(method, target_accept, learning_rate, **adapt_options)
+    """The adaptive sampler: ``alg.init(x) -> GadAdaptState``; ``alg.step(key, s)`` adapts ``L``, ``beta``."""
+    kernel = build_kernel(method, target_accept, learning_rate, **adapt_options)
     return SamplingAlgorithm(
         lambda position, rng_key=None: init_adaptation(init(position, logdensity_fn), L0, beta0, G0),
         lambda rng_key, state: kernel(rng_key, state, logdensity_fn),
@@ -256,17 +245,22 @@ def as_top_level_api(logdensity_fn: Callable, method: str = "mala-f", target_acc
 
 
 def _sampler(method: str, target: Target, num_warmup: int, target_accept, learning_rate, kappa, L0, beta0, G0) -> Sampler:
-    """Warm-up = the adaptive kernel; finalize freezes ``(L, beta)``; kept chain = RWM/MALA with cov ``L L^T``."""
+    """Warm-up = the adaptive kernel; finalize freezes ``(L, beta)``; kept chain = RWM/MALA with cov ``L L^T``.
+
+    ``params`` = ``{"L", "beta", "step_size", "num_skipped_updates"}``, where ``step_size``
+    is what the frozen :mod:`~gradmc.continuous.rwm` (1) / :mod:`~gradmc.continuous.mala`
+    (1/2: ``x + 1/2 L L^T g + L eps``) kernel receives with ``chol = L``.
+    """
     langevin, _, _, grads_per_warmup_step = _method(method)
     logdensity_fn = target.logdensity_fn
-    adaptive = build_adaptive_kernel(method, target_accept, learning_rate, kappa)
+    adaptive = build_kernel(method, target_accept, learning_rate, kappa)
     if L0 is not None:
         _check_chol(L0, target.dim)
-    fixed_mala = build_kernel(langevin=True)
-    fixed_rwm = rwm.build_kernel()
+    _check_start(beta0, G0)
+    frozen, frozen_step_size = (mala.build_kernel(), 0.5) if langevin else (rwm.build_kernel(), 1.0)
 
     def stats(logdensity, info, beta, skipped, grads):
-        return step_stats(logdensity, info.acceptance_rate, info.is_accepted, 1.0, grads, nonfinite=info.nonfinite,
+        return step_stats(logdensity, info.acceptance_rate, info.is_accepted, frozen_step_size, grads, nonfinite=info.nonfinite,
                           extra={"beta": jnp.asarray(beta, jnp.float32), "skipped_update": jnp.asarray(skipped, bool)})
 
     def init_fn(key, position):
@@ -280,16 +274,13 @@ def _sampler(method: str, target: Target, num_warmup: int, target_accept, learni
 
     def finalize(astate):
         s = astate.state
-        state = s if langevin else rwm.RWMState(s.position, s.logdensity)
-        params = {"L": astate.L, "beta": astate.beta, "step_size": jnp.float32(1.0),
+        state = mala.MALAState(*s) if langevin else rwm.RWMState(s.position, s.logdensity)
+        params = {"L": astate.L, "beta": astate.beta, "step_size": jnp.float32(frozen_step_size),
                   "num_skipped_updates": astate.num_skipped}
         return state, params
 
     def step(key, state, params):
-        if langevin:
-            state, info = fixed_mala(key, state, logdensity_fn, params["L"])
-        else:
-            state, info = fixed_rwm(key, state, logdensity_fn, 1.0, params["L"])
+        state, info = frozen(key, state, logdensity_fn, params["step_size"], params["L"])
         return state, stats(state.logdensity, info, params["beta"], False, int(langevin))
 
     def position(state):

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
 from gradmc.adapt.step_size import check_positive, rule_by_name, step_size_sampler
-from gradmc.base import SamplingAlgorithm, Target, mh_accept, step_stats
+from gradmc.base import SamplingAlgorithm, Target, mh_accept, mh_stats
 from gradmc.linalg import cholesky_factor
 from gradmc.registry import register_sampler
 
@@ -84,9 +84,6 @@ def as_top_level_api(logdensity_fn: Callable, step_size, preconditioner=None, me
     )
 
 
-def _stats(state, info, step_size):
-    return step_stats(state.logdensity, info.acceptance_rate, info.is_accepted, step_size, 1, nonfinite=info.nonfinite)
-
 
 @register_sampler("mala", "Metropolis-adjusted Langevin, optional constant preconditioner; step size adapted in warm-up")
 def build(target: Target, num_warmup: int, step_size=None, preconditioner=None, target_accept=0.574, adapt="dual_averaging"):
@@ -95,11 +92,11 @@ def build(target: Target, num_warmup: int, step_size=None, preconditioner=None, 
     chol = None if preconditioner is None else cholesky_factor(preconditioner, "MALA preconditioner", target.dim)
     step_size = 0.5 / target.dim ** (1 / 3) if step_size is None else step_size
     rule = rule_by_name(adapt, target_accept)
-    return step_size_sampler("mala", init, build_kernel(), target.logdensity_fn, step_size, rule, _stats, chol=chol)
+    return step_size_sampler("mala", init, build_kernel(), target.logdensity_fn, step_size, rule, mh_stats(1), chol=chol)
 
 
 @register_sampler("ula", "unadjusted Langevin (MALA's move without the MH test); fixed step size, biased")
 def build_ula(target: Target, num_warmup: int, step_size=0.01, preconditioner=None):
     """Options: ``step_size`` gamma (fixed; the bias grows with it), ``preconditioner`` M."""
     chol = None if preconditioner is None else cholesky_factor(preconditioner, "ULA preconditioner", target.dim)
-    return step_size_sampler("ula", init, build_kernel(False), target.logdensity_fn, step_size, None, _stats, chol=chol)
+    return step_size_sampler("ula", init, build_kernel(False), target.logdensity_fn, step_size, None, mh_stats(1), chol=chol)

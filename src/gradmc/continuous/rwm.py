@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from gradmc.adapt.step_size import rule_by_name, step_size_sampler
-from gradmc.base import SamplingAlgorithm, Target, mh_accept, step_stats
+from gradmc.base import SamplingAlgorithm, Target, mh_accept, mh_stats
 from gradmc.linalg import cholesky_factor
 from gradmc.registry import register_sampler
 
@@ -61,9 +61,6 @@ def as_top_level_api(logdensity_fn: Callable, step_size, cov=None) -> SamplingAl
     )
 
 
-def _stats(state, info, step_size):
-    return step_stats(state.logdensity, info.acceptance_rate, info.is_accepted, step_size, 0, nonfinite=info.nonfinite)
-
 
 @register_sampler("rwm", "random-walk Metropolis, isotropic or full-covariance Gaussian proposal; step size adapted in warm-up")
 def build(target: Target, num_warmup: int, step_size=None, cov=None, target_accept=0.25, adapt="dual_averaging"):
@@ -73,5 +70,5 @@ def build(target: Target, num_warmup: int, step_size=None, cov=None, target_acce
     step_size = 2.38 / jnp.sqrt(target.dim) if step_size is None else step_size
     rule = rule_by_name(adapt, target_accept)
     kernel = build_kernel()
-    return step_size_sampler("rwm", init, kernel, target.logdensity_fn, step_size, rule, _stats, chol=chol)
+    return step_size_sampler("rwm", init, kernel, target.logdensity_fn, step_size, rule, mh_stats(0), chol=chol)
 

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from gradmc.adapt.step_size import check_positive, step_size_sampler
-from gradmc.base import PerDatumModel, SamplingAlgorithm, Target, step_stats
+from gradmc.base import PerDatumModel, SamplingAlgorithm, Target, mh_stats
 from gradmc.registry import register_sampler
 
 __all__ = ["SGLDState", "SGLDInfo", "init", "build_kernel", "as_top_level_api"]
@@ -70,9 +70,6 @@ def as_top_level_api(model: PerDatumModel, step_size, batch_size: int) -> Sampli
     )
 
 
-def _stats(state, info, step_size):
-    return step_stats(state.logdensity, info.acceptance_rate, info.is_accepted, step_size, 1, nonfinite=info.nonfinite)
-
 
 @register_sampler("sgld", "stochastic gradient Langevin dynamics: minibatch gradients of K data, fixed step, no MH test")
 def build(target: Target, num_warmup: int, step_size=1e-3, batch_size=32):
@@ -83,5 +80,5 @@ def build(target: Target, num_warmup: int, step_size=1e-3, batch_size=32):
     kernel = build_kernel(int(batch_size))
     model = target.per_datum
     return step_size_sampler(
-        "sgld", lambda x, _: init(x, model), lambda k, s, _, h: kernel(k, s, model, h), None, step_size, None, _stats
+        "sgld", lambda x, _: init(x, model), lambda k, s, _, h: kernel(k, s, model, h), None, step_size, None, mh_stats(1)
     )
