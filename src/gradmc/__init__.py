@@ -12,7 +12,7 @@ Quick start::
 from gradmc import spaces
 from gradmc.base import PerDatumModel, Recipe, Sampler, SamplingAlgorithm, StepStats, Target, Truth
 from gradmc import diagnostics, targets  # noqa: F401  (registers targets)
-from gradmc.continuous import am, hmc, mala, rwm, sgld  # noqa: F401  (registers samplers)
+from gradmc.continuous import am, gad, hmc, mala, rwm, sgld  # noqa: F401  (registers samplers)
 from gradmc.registry import UnknownNameError, sampler, samplers, target, targets
 from gradmc.run import sample
 from gradmc.trace import Trace

@@ -1,3 +1,3 @@
 """Targets, one module per family; importing this package registers them all."""
 
-from gradmc.targets import continuous, mixtures  # noqa: F401
+from gradmc.targets import continuous, logistic, mixtures  # noqa: F401
