@@ -13,6 +13,7 @@ from gradmc import spaces
 from gradmc.base import PerDatumModel, Recipe, Sampler, SamplingAlgorithm, StepStats, Target, Truth
 from gradmc import diagnostics, targets  # noqa: F401  (registers targets)
 from gradmc.continuous import am, gad, hmc, mala, rwm, sgld  # noqa: F401  (registers samplers)
+from gradmc.discrete import avg, block_gibbs, gibbs, gwg, ncg, pavg, uniform  # noqa: F401  (registers samplers)
 from gradmc.registry import UnknownNameError, sampler, samplers, target, targets
 from gradmc.run import sample
 from gradmc.trace import Trace

@@ -13,7 +13,8 @@ arrays, since the gradient samplers differentiate the log density at them.
 The one shared routine of the gradient samplers (NCG, AVG, PAVG, block Gibbs) samples and
 scores the factorised proposals ``q(s) ∝ Π_i exp(a_i s_i + b_i s_i²)`` over the value set
 (Rhodes & Gutmann eqs 8, 13, 17, 25, 40): :func:`factorised_proposal`,
-:func:`factorised_logprob`.
+:func:`factorised_logprob` (and :func:`factorised_logits`); :func:`sample_logits` is the
+one categorical draw (inverse CDF) that every discrete kernel uses.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "Spin",
     "Ordinal",
     "Categorical",
+    "sample_logits",
     "factorised_logits",
     "factorised_proposal",
     "factorised_logprob",
@@ -123,8 +125,8 @@ class DiscreteSpace(Space):
 
     # -- indices <-> positions (traceable) ---------------------------------------------
     def from_index(self, index) -> jax.Array:
-        """Position with coordinate ``i`` equal to ``values[index[..., i]]``."""
-        return jnp.asarray(self._values)[jnp.asarray(index)]
+        """Position with coordinate ``i`` equal to ``values[index[..., i]]`` (default float dtype)."""
+        return jnp.asarray(self._values, jnp.result_type(float))[jnp.asarray(index)]
 
     def to_index(self, position) -> jax.Array:
         """Integer index of each coordinate's value (nearest value), shape ``(..., d)``."""
@@ -242,6 +244,21 @@ class Categorical(DiscreteSpace):
 # ---------------------------------------------------------------------------------------
 
 
+def sample_logits(key, logits) -> jax.Array:
+    """Index drawn from softmax(``logits``) along the last axis, by inverse CDF.
+
+    One uniform per row (the Gumbel-max trick needs one per entry, and random numbers
+    dominate the cost of a step on cheap targets). The log-softmax is computed stably,
+    so logits of any size work; −inf logits are never drawn; a row with a NaN logit
+    gives an arbitrary index (its proposal is scored NaN and rejected by the MH test).
+    """
+    logits = jnp.asarray(logits)
+    probs = jnp.exp(logits - jax.nn.logsumexp(logits, axis=-1, keepdims=True))
+    cdf = jnp.cumsum(probs, axis=-1)
+    u = (1.0 - jax.random.uniform(key, logits.shape[:-1] + (1,), cdf.dtype)) * cdf[..., -1:]  # in (0, total]
+    return jnp.minimum(jnp.sum(cdf < u, axis=-1), logits.shape[-1] - 1).astype(jnp.int32)
+
+
 def factorised_logits(a, b, space: DiscreteSpace) -> jax.Array:
     """Unnormalised log-probabilities ``(d, k)`` of each coordinate's ``k`` values.
 
@@ -264,11 +281,10 @@ def factorised_logits(a, b, space: DiscreteSpace) -> jax.Array:
 def factorised_proposal(key, a, b, space: DiscreteSpace) -> jax.Array:
     """Draw a position from ``q(s) ∝ Π_i exp(a_i s_i + b_i s_i²)`` (see :func:`factorised_logits`).
 
-    Sampling is by the Gumbel-max trick on the logits, which needs no normalisation and
-    is exact and stable for logits of any size (step sizes from 1e-2 to 1e3).
+    Each coordinate is drawn by :func:`sample_logits` from its normalised (log-sum-exp)
+    probabilities, stable for logits of any size (step sizes from 1e-2 to 1e3).
     """
-    index = jax.random.categorical(key, factorised_logits(a, b, space), axis=-1)
-    return space.from_index(index)
+    return space.from_index(sample_logits(key, factorised_logits(a, b, space)))
 
 
 def factorised_logprob(s, a, b, space: DiscreteSpace) -> jax.Array:

@@ -157,6 +157,7 @@ def learning_sampler(
     step_size,
     num_warmup: int,
     M=None,
+    initial_step_size=None,
     adapt: bool = True,
     num_fit: int = DEFAULTS["num_fit"],
     refit_interval: int = DEFAULTS["refit_interval"],
@@ -165,9 +166,13 @@ def learning_sampler(
 ) -> Sampler:
     """PAVG warm-up of Algorithm F.4 around ``kernel(key, state, precond) -> (state, info)``.
 
+    ``stats_fn(state, info, gamma)`` makes the step statistics.
+
     ``M=None``: M starts at 0 (AVG) and is fitted after ``fit_at = min(num_fit,
     num_warmup // 2)`` steps from the burn-in history (App. F.1). With ``M`` given, lines
-    5–8 are dropped (App. F). ``adapt``: run AdaptGamma on γ every ``refit_interval``
+    5–8 are dropped (App. F). ``initial_step_size`` (default ``step_size``) is the ε used
+    before the fit, while M = 0 (PAVG is then AVG; experiments.md: "PAVG 0.02 then 1000
+    after adaptation"). ``adapt``: run AdaptGamma on γ every ``refit_interval``
     steps after the fit, rate ``adapt_rate`` decaying by ``decay``.
     """
     learn = M is None
@@ -180,7 +185,7 @@ def learning_sampler(
         del key
         return LearningState(
             kernel=kernel_init(position),
-            precond=from_eigh(eigvecs0, eigvals0, step_size),
+            precond=from_eigh(eigvecs0, eigvals0, step_size if initial_step_size is None else initial_step_size),
             eigvecs=eigvecs0,
             eigvals=eigvals0,
             gamma=jnp.float32(1.0),
@@ -242,14 +247,14 @@ def learning_sampler(
             window_sum=jnp.where(window_end, 0.0, ws.window_sum),
             prev_window_mean=jnp.where(window_end, a_new, ws.prev_window_mean),
         )
-        return ws, stats_fn(new, info, ws)
+        return ws, stats_fn(new, info, ws.gamma)
 
     def finalize(ws):
         return ws.kernel, {"step_size": jnp.asarray(step_size, jnp.float32), "precond": ws.precond, "gamma": ws.gamma}
 
     def step(key, state, params):
         state, info = kernel(key, state, params["precond"])
-        return state, stats_fn(state, info, params)
+        return state, stats_fn(state, info, params["gamma"])
 
     def position(state):
         return state.kernel.position if isinstance(state, LearningState) else state.position

@@ -1,11 +1,16 @@
 """Auxiliary-variable gradient sampler, AVG (Rhodes & Gutmann 2022, eq. 13, Algorithm B.2),
 and the auxiliary-variable step it shares with PAVG and block Gibbs.
 
-The joint π(s, z) = exp(f(s)) N(z; R s, I) with RᵀR = M_ε = M + d_ε I (eqs 38–39) is
-sampled block-wise: z ~ N(R s_t, I), then s from the factorised proposal of eq. 40,
-q(s | z, s_t) ∝ Π_i exp([∇f(s_t) − M s_t + Rᵀz]_i s_i − (d_ε/2) s_i²),
+The joint π(s, z) = exp(f(s)) N(z; R s, I) with R = M_ε^{1/2} symmetric, M_ε = M + d_ε I
+(eqs 38–39), is sampled block-wise: z ~ N(R s_t, I), then s from the factorised
+proposal of eq. 40, q(s | z, s_t) ∝ Π_i exp([∇f(s_t) − M s_t + R z]_i s_i − (d_ε/2) s_i²),
 accepted by the MH ratio of eq. 28. AVG is the case M = 0, R = √(2/ε) I, d_ε = 2/ε
 (eq. 13); PAVG passes a general M and its root.
+
+Writing z = R s_t + n, n ~ N(0, I), and Δ = s' − s_t, every term needs only R n and M Δ
+(R² = M_ε): the forward coefficient is ∇f(s_t) + d_ε s_t + R n, the reverse one
+∇f(s') − M Δ + d_ε s_t + R n, and log N(z; R s', I) − log N(z; R s_t, I) =
+(R n)ᵀΔ − ½ Δᵀ M Δ − ½ d_ε ΔᵀΔ — two mat-vecs per step instead of five.
 """
 
 from __future__ import annotations
@@ -21,34 +26,38 @@ from gradmc.discrete.proposal_mh import DiscreteInfo, DiscreteState, check_posit
 from gradmc.registry import register_sampler
 from gradmc.spaces import DiscreteSpace
 
-__all__ = ["DiscreteState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api", "auxiliary_family", "auxiliary_step"]
+__all__ = ["DiscreteState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api", "auxiliary_proposal", "auxiliary_step"]
 
 init = proposal_mh.init
 
 
-def auxiliary_family(apply_M: Callable, apply_root: Callable, d_eps):
-    """``(draw_aux, coefficients, aux_logpdf)`` of eqs 38–40.
+def auxiliary_proposal(apply_M: Callable, apply_root: Callable, d_eps):
+    """``(forward, reverse)`` of eqs 38–40 for :func:`~gradmc.discrete.proposal_mh.factorised_mh_step`.
 
-    ``apply_M(x)`` and ``apply_root(x)`` map a position-shaped array to M x and R x
-    (R symmetric, so Rᵀz = R z); ``d_eps`` is the diagonal shift of eq. 39.
+    ``apply_M(x)`` and ``apply_root(x)`` map a position-shaped array to M x and R x;
+    ``d_eps`` is the diagonal shift of eq. 39. The auxiliary variable carried from
+    forward to reverse is (d_ε s_t + R n, R n).
     """
 
-    def draw_aux(key, position):
-        return apply_root(position) + jax.random.normal(key, position.shape, position.dtype)
+    def forward(key, state):
+        root_noise = apply_root(jax.random.normal(key, state.position.shape, state.position.dtype))
+        shift = d_eps * state.position + root_noise
+        return state.grad + shift, -0.5 * d_eps, (shift, root_noise)
 
-    def coefficients(position, grad, z):
-        return grad - apply_M(position) + apply_root(z), -0.5 * d_eps
+    def reverse(state, proposed, aux):
+        shift, root_noise = aux
+        delta = proposed.position - state.position
+        m_delta = apply_M(delta)
+        log_aux_ratio = jnp.sum(root_noise * delta) - 0.5 * jnp.sum(delta * m_delta) - 0.5 * d_eps * jnp.sum(delta * delta)
+        return proposed.grad - m_delta + shift, -0.5 * d_eps, log_aux_ratio
 
-    def aux_logpdf(z, position):
-        return -0.5 * jnp.sum(jnp.square(z - apply_root(position)))
-
-    return draw_aux, coefficients, aux_logpdf
+    return forward, reverse
 
 
 def auxiliary_step(rng_key, state, logdensity_fn, space, apply_M, apply_root, d_eps):
     """One AVG/PAVG step (Algorithms B.2/B.3)."""
-    draw_aux, coefficients, aux_logpdf = auxiliary_family(apply_M, apply_root, d_eps)
-    return proposal_mh.factorised_mh_step(rng_key, state, logdensity_fn, space, coefficients, draw_aux, aux_logpdf)
+    forward, reverse = auxiliary_proposal(apply_M, apply_root, d_eps)
+    return proposal_mh.factorised_mh_step(rng_key, state, logdensity_fn, space, forward, reverse)
 
 
 def build_kernel():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-import jax.numpy as jnp
 
 from gradmc.base import SamplingAlgorithm, Target
 from gradmc.discrete import proposal_mh
@@ -22,21 +21,22 @@ __all__ = ["DiscreteState", "DiscreteInfo", "init", "build_kernel", "as_top_leve
 init = proposal_mh.init
 
 
-def coefficients(step_size):
-    """(a, b) of eq. 8 as a function of (position, grad, aux)."""
-
-    def coef(position, grad, aux):
-        del aux
-        return 0.5 * grad + position / step_size, -0.5 / step_size
-
-    return coef
+def coefficients(state: DiscreteState, step_size):
+    """(a, b) of eq. 8: q(s | s_t) ∝ Π_i exp([½∇f(s_t)_i + s_{t,i}/ε] s_i − s_i²/(2ε))."""
+    return 0.5 * state.grad + state.position / step_size, -0.5 / step_size
 
 
 def build_kernel():
     """``kernel(key, state, logdensity_fn, space, step_size)``."""
 
     def kernel(rng_key, state: DiscreteState, logdensity_fn: Callable, space: DiscreteSpace, step_size):
-        return proposal_mh.factorised_mh_step(rng_key, state, logdensity_fn, space, coefficients(step_size))
+        def forward(key, state):
+            return (*coefficients(state, step_size), None)
+
+        def reverse(state, proposed, aux):
+            return (*coefficients(proposed, step_size), 0.0)
+
+        return proposal_mh.factorised_mh_step(rng_key, state, logdensity_fn, space, forward, reverse)
 
     return kernel
 

@@ -10,6 +10,7 @@ factorised-proposal MH step of NCG/AVG/PAVG, statistics, and the Sampler wrapper
 * :func:`factorised_mh_step`: one step of an MH sampler whose proposal is factorised
   over coordinates, q(s' | s, z) ∝ Π_i exp(a_i s'_i + b_i s'_i²), optionally after an
   auxiliary draw z (AVG/PAVG, eqs 27–28).
+* :func:`fixed_sampler`: the :class:`~gradmc.base.Sampler` of a kernel without adaptation.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class DiscreteInfo(NamedTuple):
 
 def init(position, logdensity_fn: Callable) -> DiscreteState:
     """State with the log density and its gradient (real-input extension) at ``position``."""
-    position = jnp.asarray(position, jnp.float32)
+    position = jnp.asarray(position, jnp.result_type(float))
     logdensity, grad = jax.value_and_grad(logdensity_fn)(position)
     return DiscreteState(position, logdensity, grad)
 
@@ -79,27 +80,26 @@ def factorised_mh_step(
     state: DiscreteState,
     logdensity_fn: Callable,
     space: DiscreteSpace,
-    coefficients: Callable,
-    draw_aux: Callable | None = None,
-    aux_logpdf: Callable | None = None,
+    forward: Callable,
+    reverse: Callable,
 ) -> tuple[DiscreteState, DiscreteInfo]:
-    """One MH step with a factorised proposal (Algorithms B.1–B.3).
+    """One MH step with a factorised proposal q(s' | s, aux) ∝ Π_i exp(a_i s'_i + b_i s'_i²)
+    (Algorithms B.1–B.3).
 
-    ``coefficients(position, grad, aux) -> (a, b)`` defines q(· | position, aux);
-    ``draw_aux(key, position) -> aux`` draws the auxiliary variable (None: no auxiliary);
-    ``aux_logpdf(aux, position)`` is log N(aux; ·) entering the ratio of eqs 27–28.
+    ``forward(key, state) -> (a, b, aux)`` gives the forward proposal (and draws any
+    auxiliary variable); ``reverse(state, proposed, aux) -> (a', b', log_aux_ratio)``
+    gives the reverse proposal q(s | s', aux) and, for auxiliary-variable samplers, the
+    log ratio of the auxiliary densities in eqs 27–28 (0 otherwise).
     """
-    key_aux, key_prop, key_mh = jax.random.split(rng_key, 3)
-    aux = None if draw_aux is None else draw_aux(key_aux, state.position)
-    a, b = coefficients(state.position, state.grad, aux)
-    position = factorised_proposal(key_prop, a, b, space)
-    proposed = init(position, logdensity_fn)
-    a_rev, b_rev = coefficients(proposed.position, proposed.grad, aux)
-    log_correction = factorised_logprob(state.position, a_rev, b_rev, space) - factorised_logprob(
-        position, a, b, space
+    key_fwd, key_prop, key_mh = jax.random.split(rng_key, 3)
+    a, b, aux = forward(key_fwd, state)
+    proposed = init(factorised_proposal(key_prop, a, b, space), logdensity_fn)
+    a_rev, b_rev, log_aux_ratio = reverse(state, proposed, aux)
+    log_correction = (
+        factorised_logprob(state.position, a_rev, b_rev, space)
+        - factorised_logprob(proposed.position, a, b, space)
+        + log_aux_ratio
     )
-    if aux_logpdf is not None:
-        log_correction = log_correction + aux_logpdf(aux, position) - aux_logpdf(aux, state.position)
     return metropolis(key_mh, state, proposed, log_correction)
 
 
