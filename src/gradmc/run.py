@@ -266,15 +266,22 @@ def sample(
         del params
         return jax.vmap(bound.warmup_step, in_axes=(0, 0, None), axis_name="chain")(keys, states, t)
 
-    def draw_step(keys, states, t, params):
-        del t
-        return jax.vmap(bound.step, axis_name="chain")(keys, states, params)
+    def draw_phase(params):
+        """The kept-draw phase for these adapted parameters. Parameters equal in every chain
+        (a learned preconditioner, a shared step size) are passed once, not per chain, so
+        the kernel uses one matrix for all chains instead of a batch of copies."""
+        axes = jax.tree.map(lambda x: None if x.ndim and np.all(np.asarray(x) == np.asarray(x)[:1]) else 0, params)
+        shared = jax.tree.map(lambda x, a: x[0] if a is None else x, params, axes)
+
+        def draw_step(keys, states, t, step_params):
+            del t
+            return jax.vmap(bound.step, in_axes=(0, 0, axes), axis_name="chain")(keys, states, step_params)
+
+        template = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), shared)
+        return _Phase(draw_step, num_draws, num_warmup, thinning, observe, kernel_template, template), shared
 
     kernel_template, params_template = jax.eval_shape(finalize, warm_states)
-    phases = {
-        WARMUP: _Phase(warm_step, num_warmup, 0, 1, None, warm_states, None),
-        DRAWS: _Phase(draw_step, num_draws, num_warmup, thinning, observe, kernel_template, params_template),
-    }
+    phases = {WARMUP: _Phase(warm_step, num_warmup, 0, 1, None, warm_states, None)}
     phase, done, states, params = WARMUP, 0, warm_states, None
     timing = {"compile_s": 0.0, "warmup_s": 0.0, "sampling_s": 0.0}
     if store is not None and (saved := store.load_state({WARMUP: warm_states, DRAWS: kernel_template}, params_template)):
@@ -296,9 +303,10 @@ def sample(
             out = (draws if keep_draws else None, stats)
         collected[name].append(out)
 
-    def run_phase(name, states, params, already_done):
+    def run_phase(name, states, step_params, already_done, saved_params=None):
         """Run (or, for chunks finished before a resume, reload) one phase's chunks."""
         spec = phases[name]
+        params = step_params
         compiled: dict[int, Callable] = {}
         iterations = 0
         for index, length in enumerate(_chunk_lengths(spec.num, size(spec.num)) if spec.num else []):
@@ -320,7 +328,7 @@ def sample(
             if store is not None:
                 store.save_chunk(name, index, out)
                 if (index + 1) % checkpoint_every == 0 or iterations == spec.num:
-                    store.save_state(name, iterations, states, params, timing)
+                    store.save_state(name, iterations, states, saved_params, timing)
             collect(name, out)
             bar.update(length * spec.thinning)
         return states
@@ -333,7 +341,8 @@ def sample(
         done = 0
     else:  # resumed in the draw phase: the warm-up statistics come back from disk
         run_phase(WARMUP, None, None, num_warmup)
-    states = run_phase(DRAWS, states, params, done)
+    phases[DRAWS], step_params = draw_phase(params)
+    states = run_phase(DRAWS, states, step_params, done, params)
     bar.close()
 
     draw_stats = _concat([s for _, s in collected[DRAWS]])
