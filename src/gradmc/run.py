@@ -162,11 +162,13 @@ def _process_chains(num_chains: int) -> slice:
 
 
 def _chain_sharding(num_chains: int, devices) -> NamedSharding | None:
-    """Shard the chain axis over ``devices`` (default: all local devices, when they divide
-    the number of chains); ``None`` for a single device."""
-    devices = list(jax.local_devices() if devices is None else devices)
-    if len(devices) <= 1:
-        return None
+    """Shard the chain axis over ``devices`` (default: all local devices, when there are
+    several); ``None`` leaves placement to JAX (one default device)."""
+    if devices is None:
+        devices = jax.local_devices()
+        if len(devices) == 1:
+            return None
+    devices = list(devices)
     if num_chains % len(devices):
         raise ValueError(f"num_chains ({num_chains}) must be a multiple of the number of devices ({len(devices)})")
     return NamedSharding(Mesh(np.array(devices), ("chain",)), PartitionSpec("chain"))
