@@ -14,7 +14,9 @@ from gradmc.base import PerDatumModel, Recipe, Sampler, SamplingAlgorithm, StepS
 from gradmc import diagnostics, targets  # noqa: F401  (registers targets)
 from gradmc.continuous import am, gad, hmc, mala, rwm, sgld  # noqa: F401  (registers samplers)
 from gradmc.discrete import avg, block_gibbs, gibbs, gwg, ncg, pavg, uniform  # noqa: F401  (registers samplers)
-from gradmc.registry import UnknownNameError, sampler, samplers, target, targets
+from gradmc.registry import UnknownNameError, sampler, target
+from gradmc.registry import samplers as list_samplers
+from gradmc.registry import targets as list_targets
 from gradmc.run import sample
 from gradmc.trace import Trace
 
@@ -30,10 +32,12 @@ __all__ = [
     "UnknownNameError",
     "sample",
     "sampler",
-    "samplers",
+    "list_samplers",
+    "list_targets",
     "spaces",
     "target",
     "targets",
+    "diagnostics",
 ]
 
 __version__ = "0.1.0"

@@ -24,10 +24,23 @@ from scipy.special import logsumexp
 from gradmc.base import Truth
 from gradmc.spaces import DiscreteSpace, Space
 
-__all__ = ["MAX_STATES", "num_values", "num_states", "value_indices", "positions", "Enumeration", "enumerate_target"]
+__all__ = [
+    "MAX_STATES",
+    "ENUMERATE_LIMIT",
+    "num_values",
+    "num_states",
+    "value_indices",
+    "positions",
+    "Enumeration",
+    "enumerate_target",
+    "enumerate_if_small",
+]
 
 #: The largest state count :func:`enumerate_target` accepts (2^22: 4 M states).
 MAX_STATES = 2**22
+
+#: Targets with at most this many states get their exact truth by enumeration when built.
+ENUMERATE_LIMIT = 2**20
 
 
 def num_values(space: Space) -> int:
@@ -61,12 +74,13 @@ def positions(space: Space, indices) -> jax.Array:
     return values[jnp.asarray(indices)]
 
 
-def _one_hot_np(indices: np.ndarray, k: int) -> np.ndarray:
-    """``(n, d*k)`` float64 indicator of ``s_i = value a`` at column ``i*k + a``."""
-    n, d = indices.shape
-    out = np.zeros((n, d * k))
-    out[np.arange(n)[:, None], np.arange(d) * k + indices] = 1.0
-    return out
+def _second_moment(indices: jax.Array, probs: jax.Array, k: int) -> jax.Array:
+    """``Σ_n p_n o_n o_nᵀ`` for the ``(n, d*k)`` indicators ``o[n, i*k + a] = [s_i = value a]``."""
+    onehot = jax.nn.one_hot(indices, k, dtype=probs.dtype).reshape(indices.shape[0], -1)
+    return onehot.T @ (probs[:, None] * onehot)
+
+
+_accumulate = jax.jit(_second_moment, static_argnums=2)
 
 
 @dataclass(frozen=True)
@@ -156,11 +170,18 @@ def enumerate_target(
         raise ValueError("the log density is NaN or +inf at some state; cannot normalise")
     log_z = float(logsumexp(logf))
     log_probs = logf - log_z
-    probs = np.exp(log_probs)
-    second = np.zeros((d * k, d * k))
-    for start in range(0, total, chunk):
-        stop = min(start + chunk, total)
-        onehot = _one_hot_np(value_indices(space, start, stop), k)
-        second += onehot.T @ (probs[start:stop, None] * onehot)
+    # second pass, in JAX (NumPy's threaded BLAS stalls on a shared machine)
+    with jax.enable_x64(True):
+        second = np.zeros((d * k, d * k))
+        for start in range(0, total, chunk):
+            stop = min(start + chunk, total)
+            probs = np.zeros(chunk)
+            probs[: stop - start] = np.exp(log_probs[start:stop])  # padding states get weight 0
+            second += np.asarray(_accumulate(value_indices(space, start, start + chunk), probs, k))
     pairwise = second.reshape(d, k, d, k).transpose(0, 2, 1, 3)
     return Enumeration(space=space, log_probs=log_probs, pairwise=pairwise, log_normaliser=log_z)
+
+
+def enumerate_if_small(logdensity_fn, space: Space, limit: int = ENUMERATE_LIMIT) -> Enumeration | None:
+    """:func:`enumerate_target` when ``space`` has at most ``limit`` states, else ``None``."""
+    return enumerate_target(logdensity_fn, space) if num_states(space) <= limit else None

@@ -28,8 +28,8 @@ import numpy as np
 from gradmc.base import Target
 from gradmc.registry import register_target
 from gradmc.spaces import Binary, Categorical, Ordinal, Spin
-from gradmc.targets.enumerate import enumerate_target, num_states
-from gradmc.targets.quadratic import ENUMERATE_LIMIT, quadratic_target
+from gradmc.targets.enumerate import enumerate_if_small
+from gradmc.targets.quadratic import quadratic_target
 
 __all__ = ["periodic_adjacency", "ising", "potts", "clock_potts", "CLOCK_KAPPA"]
 
@@ -51,6 +51,16 @@ def _check_finite(value, name: str) -> float:
     return value
 
 
+def _broadcast_field(field, shape: tuple[int, ...]) -> np.ndarray:
+    try:
+        h = np.broadcast_to(np.asarray(field, np.float64), shape)
+    except ValueError:
+        raise ValueError(f"field must broadcast to shape {shape}, got shape {np.shape(field)}") from None
+    if not np.all(np.isfinite(h)):
+        raise ValueError("field must be finite")
+    return h.copy()
+
+
 def periodic_adjacency(side: int) -> np.ndarray:
     """``(side², side²)`` adjacency of the periodic square lattice (symmetric, zero diagonal)."""
     side = _check_side(side)
@@ -66,18 +76,22 @@ def periodic_adjacency(side: int) -> np.ndarray:
     "periodic lattice Ising model f(s) = sᵀJs + bᵀs (no ½), J = strength·A; Spin or Binary",
     kind="discrete",
 )
-def ising(side: int = 10, strength: float = 0.2, field: float = 0.0, spin: bool = True) -> Target:
-    """Ising model on the periodic ``side × side`` lattice (defaults: Rhodes & Gutmann §5.3)."""
+def ising(side: int = 10, strength: float = 0.2, field=0.0, spin: bool = True) -> Target:
+    """Ising model on the periodic ``side × side`` lattice (defaults: Rhodes & Gutmann §5.3).
+
+    ``field`` is a scalar or one value per site (``side²``).
+    """
     side = _check_side(side)
-    strength, field = _check_finite(strength, "strength"), _check_finite(field, "field")
+    strength = _check_finite(strength, "strength")
+    b = _broadcast_field(field, (side * side,))
     space = Spin(side * side) if spin else Binary(side * side)
     return quadratic_target(
         strength * periodic_adjacency(side),
-        np.full(side * side, field),
+        b,
         space,
         name="ising",
         description=f"Ising {side}x{side} periodic, strength {strength}, field {field}, on {space}",
-        metadata={"side": side, "strength": strength, "field": field},
+        metadata={"side": side, "strength": strength, "field": b},
     )
 
 
@@ -95,10 +109,7 @@ def potts(side: int = 3, num_states: int = 3, strength: float = 0.5, field=0.0) 
     side = _check_side(side)
     strength = _check_finite(strength, "strength")
     space = Categorical(num_states, side * side)
-    try:
-        h = np.broadcast_to(np.asarray(field, np.float64), space.event_shape)
-    except ValueError:
-        raise ValueError(f"field must broadcast to {space.event_shape}, got shape {np.shape(field)}") from None
+    h = _broadcast_field(field, space.event_shape)
     return quadratic_target(
         np.kron(strength * periodic_adjacency(side), np.eye(space.k)),
         h.reshape(-1),
@@ -129,16 +140,20 @@ def clock_potts(side: int = 20, q: int = 7, kappa: float = CLOCK_KAPPA, antiferr
     def logdensity_fn(s):
         grid = jnp.reshape(s, (side, side))
         angle = 2.0 * jnp.pi / q
-        bonds = jnp.cos(angle * (grid - jnp.roll(grid, 1, axis=0))) + jnp.cos(angle * (grid - jnp.roll(grid, 1, axis=1)))
-        return coupling * jnp.sum(bonds)
+        down = jnp.cos(angle * (grid - jnp.roll(grid, 1, axis=0)))
+        right = jnp.cos(angle * (grid - jnp.roll(grid, 1, axis=1)))
+        return coupling * jnp.sum(down + right)
 
-    truth = enumerate_target(logdensity_fn, space).truth() if num_states(space) <= ENUMERATE_LIMIT else None
+    exact = enumerate_if_small(logdensity_fn, space)
+    metadata = {"side": side, "q": q, "coupling": coupling}
+    if exact is not None:
+        metadata["pairwise_marginals"] = exact.pairwise
     kind = "AFM" if antiferromagnetic else "FM"
     return Target(
         name="clock-potts",
         logdensity_fn=logdensity_fn,
         space=space,
         description=f"{q}-state clock Potts {side}x{side} periodic, {kind}, |J/T| = {kappa}",
-        truth=truth,
-        metadata={"side": side, "q": q, "coupling": coupling},
+        truth=None if exact is None else exact.truth(),
+        metadata=metadata,
     )

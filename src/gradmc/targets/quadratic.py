@@ -18,12 +18,9 @@ import numpy as np
 from gradmc.base import Target
 from gradmc.registry import register_target
 from gradmc.spaces import Binary, Categorical, DiscreteSpace, Ordinal, Spin
-from gradmc.targets.enumerate import enumerate_target, num_states
+from gradmc.targets.enumerate import ENUMERATE_LIMIT, enumerate_if_small
 
-__all__ = ["quadratic_target", "quadratic", "ENUMERATE_LIMIT"]
-
-#: Targets with at most this many states get their exact truth by enumeration.
-ENUMERATE_LIMIT = 2**20
+__all__ = ["quadratic_target", "quadratic"]
 
 
 def _check_coefficients(J, b, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -54,7 +51,8 @@ def quadratic_target(
     """The target ``f(s) = sᵀJs + bᵀs`` on ``space`` (``J`` symmetric ``(D, D)``, ``b`` ``(D,)``, D = space.dim).
 
     The truth is exact (enumeration) when ``space`` has at most ``max_enumerate`` states,
-    else ``None``. ``metadata`` gets ``J`` and ``b`` (float64 numpy).
+    else ``None``. ``metadata`` gets ``J`` and ``b`` (float64 numpy) and, when enumerated,
+    ``pairwise_marginals`` ``(d, d, k, k)``.
     """
     if not isinstance(space, DiscreteSpace):
         raise ValueError(f"quadratic targets live on a discrete space, got {space}")
@@ -64,15 +62,16 @@ def quadratic_target(
         x = jnp.reshape(s, (-1,))
         return x @ (jnp.asarray(J, x.dtype) @ x) + jnp.asarray(b, x.dtype) @ x
 
-    truth = enumerate_target(logdensity_fn, space).truth() if num_states(space) <= max_enumerate else None
+    exact = enumerate_if_small(logdensity_fn, space, max_enumerate)
+    extra = {} if exact is None else {"pairwise_marginals": exact.pairwise}
     return Target(
         name=name,
         logdensity_fn=logdensity_fn,
         space=space,
         description=description or f"quadratic log density sᵀJs + bᵀs on {space}",
-        truth=truth,
+        truth=None if exact is None else exact.truth(),
         initial_position=initial_position,
-        metadata={"J": J, "b": b, **(metadata or {})},
+        metadata={"J": J, "b": b, **extra, **(metadata or {})},
     )
 
 
