@@ -5,7 +5,8 @@ varies fastest, the order of :mod:`gradmc.targets.enumerate` — so
 ``n = np.ravel_multi_index(idx, (k,) * d, order="F")`` and
 ``probs.reshape((k,) * d, order="F")`` is the joint table indexed ``[i_0, ..., i_{d-1}]``.
 
-:func:`exact_distribution` works from a value set and ``d`` alone (no ``Space``);
+:func:`exact_distribution` works from a value set and ``d`` alone (no ``Space``) and
+delegates the enumeration to :func:`gradmc.targets.enumerate.enumerate_target`;
 :meth:`ExactDistribution.from_enumeration` adopts a target's
 :class:`gradmc.targets.enumerate.Enumeration`, so both feed the TV diagnostics.
 """
@@ -13,13 +14,9 @@ varies fastest, the order of :mod:`gradmc.targets.enumerate` — so
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from itertools import combinations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-from scipy.special import logsumexp
 
 from gradmc.diagnostics._common import check_values
 
@@ -107,38 +104,23 @@ class ExactDistribution:
         return second - np.outer(mu, mu)
 
 
-@partial(jax.jit, static_argnames=("logdensity_fn", "k", "d", "batch", "one_hot"))
-def _log_weights(logdensity_fn, values, k, d, batch, one_hot):
-    powers = jnp.asarray([k**i for i in range(d)], dtype=jnp.int32)
-
-    def one(index):
-        digits = (index // powers) % k
-        state = jax.nn.one_hot(digits, k, dtype=values.dtype) if one_hot else values[digits]
-        return logdensity_fn(state)
-
-    return jax.lax.map(one, jnp.arange(k**d, dtype=jnp.int32), batch_size=batch)
-
-
 def exact_distribution(logdensity_fn, values, d: int, batch: int = 65536, *, one_hot: bool = False) -> ExactDistribution:
-    """Normalise ``logdensity_fn`` over all ``len(values)**d`` states (jit, vmapped in chunks).
+    """Normalise ``logdensity_fn`` over all ``len(values)**d`` states.
 
     ``logdensity_fn`` maps one state — shape (d,) of values, or (d, k) one-hot rows if
-    ``one_hot`` — to a scalar. It is evaluated ``batch`` states at a time; normalising is
-    done in float64. ``-inf`` means probability 0; NaN or ``+inf`` is an error.
+    ``one_hot`` — to a scalar. The enumeration itself is
+    :func:`gradmc.targets.enumerate.enumerate_target` (chunks of ``batch`` states, float64);
+    ``-inf`` means probability 0, NaN or ``+inf`` is an error.
     """
+    from gradmc.spaces import Categorical, Ordinal
+    from gradmc.targets.enumerate import enumerate_target
+
     v = check_values(values)
     total = _num_states(v.size, d)
     if int(batch) < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
-    logw = np.asarray(
-        _log_weights(logdensity_fn, jnp.asarray(v, dtype=jnp.float32), v.size, int(d), min(int(batch), total), one_hot),
-        dtype=np.float64,
-    )
-    if logw.shape != (total,):
-        raise ValueError(f"logdensity_fn must return a scalar per state, got shape {logw.shape[1:]}")
-    if np.any(np.isnan(logw)) or np.any(logw == np.inf):
-        raise ValueError(f"logdensity_fn is NaN or +inf at {int(np.sum(~(np.isfinite(logw) | (logw == -np.inf))))} states")
-    if np.all(logw == -np.inf):
+    space = Categorical(v.size, int(d)) if one_hot else Ordinal(v, int(d))
+    enumeration = enumerate_target(logdensity_fn, space, chunk_size=min(int(batch), total), max_states=MAX_STATES)
+    if not np.any(np.isfinite(enumeration.log_probs)):
         raise ValueError("logdensity_fn is -inf at every state")
-    log_z = float(logsumexp(logw))
-    return ExactDistribution(values=v, d=int(d), probs=np.exp(logw - log_z), log_normaliser=log_z)
+    return ExactDistribution(values=v, d=int(d), probs=enumeration.probs, log_normaliser=enumeration.log_normaliser)
