@@ -114,3 +114,12 @@ def test_unknown_names_list_valid_ones():
         gradmc.sampler("no-such-sampler")
     with pytest.raises(TypeError, match="has no option"):
         gradmc.sampler("mala", stepsize=0.1)
+
+
+def test_sample_with_extended_switch_returns_target_draws():
+    target = gradmc.target("bimodal-1d")
+    trace = gradmc.sample(target, "nuts", extended=2, num_chains=2, num_warmup=50, num_draws=40, seed=0, progress=False)
+    assert trace.draws.shape == (2, 40, 1) and trace.target == "bimodal-1d"
+    assert trace.extended is not None
+    with pytest.raises(ValueError, match="N"):
+        gradmc.sample(target, "nuts", extended=0, num_chains=1, num_warmup=1, num_draws=1, progress=False)

@@ -9,6 +9,7 @@ bit-identical draws whatever the chunk size, the device count, or a resume.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -191,6 +192,8 @@ def sample(
     checkpoint: str | os.PathLike | None = None,
     checkpoint_every: int = 1,
     devices=None,
+    extended: int | None = None,
+    extended_options: dict | None = None,
 ) -> Trace:
     """Run ``num_chains`` chains of ``sampler`` on ``target``: warm-up, then kept draws.
 
@@ -211,8 +214,22 @@ def sample(
       chunks and the chunks' outputs as they finish; rerunning the same call resumes.
     * ``devices`` — devices to shard the chains over (default: all local devices).
 
+    ``extended=N`` samples the pseudo-extended target with N particles instead (Nemeth et
+    al.; ``extended_options`` go to :func:`gradmc.extended.pseudo_extended`) and returns
+    draws of ``target`` resampled by importance weights; ``trace.extended`` keeps the
+    particles, weights and the weights' effective sample size.
+
     Returns a :class:`~gradmc.trace.Trace` with draws shaped ``(chain, draw, *event)``.
     """
+    if extended is not None:
+        from gradmc.extended import pseudo_extended, resample_extended
+
+        extended_target = pseudo_extended(target, extended, **(extended_options or {}))
+        trace = sample(extended_target, sampler, num_chains=num_chains, num_warmup=num_warmup, num_draws=num_draws,
+                       seed=seed, thinning=thinning, init=init, progress=progress, chunk_size=chunk_size,
+                       checkpoint=checkpoint, checkpoint_every=checkpoint_every, devices=devices)
+        weighted = resample_extended(trace, extended_target, jax.random.fold_in(jax.random.key(seed), 3))
+        return dataclasses.replace(trace, target=target.name, draws=weighted.draws, extended=weighted)
     check_positive("num_chains", num_chains, integer=True)
     check_positive("num_draws", num_draws, integer=True)
     check_positive("thinning", thinning, integer=True)

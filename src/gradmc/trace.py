@@ -82,6 +82,7 @@ class Trace:
     moments: dict | None = None
     directory: Path | None = None
     first_chain: int = 0  # index of this trace's first chain in the whole run (multi-host shards)
+    extended: Any = None  # pseudo-extended runs: particles, importance weights and their ESS
 
     @staticmethod
     def flatten_stats(stats: StepStats) -> dict[str, np.ndarray]:

@@ -9,9 +9,12 @@ point y drawn uniformly from the history of level i+1 in the ring of the current
 accepts it with probability min(1, pi_i(y) pi_{i+1}(x) / (pi_i(x) pi_{i+1}(y))); otherwise a
 Metropolis move with proposal N(x, tau^2 T_i I). The rings of each level are kept in a
 bounded buffer (``buffer_size`` points per level and ring, reservoir sampling, so the
-buffer stays a uniform sample of the ring's whole history). Recording starts half-way
-through warm-up (Kou's burn-in) and goes on while sampling, as in the paper. The chain's
-position is level 0's.
+buffer stays a uniform sample of the ring's whole history). As in the paper, the levels
+start one after another from the top: level i moves only from warm-up step
+(K - 1 - i) * stagger on (``stagger`` = num_warmup // K by default) and records its rings
+after a further burn-in of stagger // 2 steps, so each level's rings are built before the
+level below draws from them; recording goes on while sampling. The chain's position is
+level 0's.
 
 Default ladder: Kou et al.'s for their 20-mode mixture, H = (0.2, 2, 6.3, 20, 63.2),
 T = (1, 2.8, 7.7, 21.6, 60), p_ee = 0.1, tau = 0.25 (our reading of their §3.3).
@@ -64,10 +67,12 @@ def build(
     p_ee=0.1,
     step_size=0.25,
     buffer_size=2000,
+    stagger=None,
 ):
     """Options: ``energy_levels`` H_0..H_{K-1}, ``temperatures`` T_0 = 1 .. T_{K-1},
     ``p_ee`` (equi-energy jump probability), ``step_size`` tau (Metropolis sd at T = 1;
-    level i uses tau sqrt(T_i)), ``buffer_size`` (points kept per level and ring)."""
+    level i uses tau sqrt(T_i)), ``buffer_size`` (points kept per level and ring),
+    ``stagger`` (steps between the starts of successive levels; default num_warmup // K)."""
     h_np, t_np = _check_ladder(energy_levels, temperatures)
     if not 0.0 <= float(p_ee) < 1.0:
         raise ValueError(f"p_ee must lie in [0, 1), got {p_ee}")
@@ -77,7 +82,11 @@ def build(
     levels, temps = jnp.asarray(h_np, jnp.float32), jnp.asarray(t_np, jnp.float32)
     trunc = levels.at[0].set(-jnp.inf)  # level 0 is the target, untruncated
     scales = jnp.asarray(float(step_size) * np.sqrt(t_np), jnp.float32)
-    record_start = num_warmup // 2
+    stagger = num_warmup // k if stagger is None else int(stagger)
+    if stagger < 0:
+        raise ValueError(f"stagger must be >= 0, got {stagger}")
+    starts = jnp.asarray((k - 1 - np.arange(k)) * stagger, jnp.int32)  # level i starts at starts[i]
+    record_starts = starts + stagger // 2
     logdensity_fn = target.logdensity_fn
 
     def energy(x):
@@ -121,8 +130,11 @@ def build(
         x, h, prob, accept, nonfinite, jump = jax.vmap(level_step, in_axes=(0, 0, 0, 0, None, None))(
             jax.random.split(k_move, k), idx, state.positions, state.energies, state.buffers, state.counts
         )
-        on = state.t >= record_start
-        buffers, counts = jax.vmap(record, in_axes=(0, 0, 0, 0, 0, None))(jax.random.split(k_rec, k), state.buffers, state.counts, x, h, on)
+        active = state.t >= starts
+        x = jnp.where(active.reshape(k, *([1] * (x.ndim - 1))), x, state.positions)
+        h = jnp.where(active, h, state.energies)
+        on = state.t >= record_starts
+        buffers, counts = jax.vmap(record, in_axes=(0, 0, 0, 0, 0, 0))(jax.random.split(k_rec, k), state.buffers, state.counts, x, h, on)
         new = EEState(x, h, buffers, counts, state.t + 1)
         stats = step_stats(-h[0], prob[0], accept[0], scales[0], 0, nonfinite=nonfinite[0], extra={"ee_jump": jump[0] & accept[0]})
         return new, stats

@@ -93,7 +93,7 @@ def build(
     if not 0.0 < target_accept < 1.0:
         raise ValueError(f"target_accept must lie in (0, 1), got {target_accept}")
     path = TemperedPath(target.logdensity_fn)
-    evals = 1 if local == "rwm" else int(num_leapfrog_steps)
+    evals = 0 if local == "rwm" else int(num_leapfrog_steps) + 1  # gradient evaluations per move (RWM: none)
 
     def one_step(key, state: PTState):
         k_move, k_swap = jax.random.split(key)

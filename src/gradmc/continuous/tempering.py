@@ -136,6 +136,7 @@ def weighted_mean(draws, log_weights, fn: Callable | None = None) -> np.ndarray:
     event's; ``draws`` (chain, draw, *event), ``log_weights`` (chain, draw)."""
     lw = np.asarray(log_weights, np.float64).reshape(-1)
     x = np.asarray(draws, np.float64)
-    values = (x if fn is None else np.asarray(fn(x), np.float64)).reshape(lw.size, -1)
+    values = x if fn is None else np.asarray(fn(x), np.float64)
+    shape = values.shape[np.asarray(log_weights).ndim :]
     w = np.exp(lw - np.max(lw))
-    return (w @ values / w.sum()).reshape(np.asarray(draws).shape[2:] if fn is None else values.shape[1:])
+    return (w @ values.reshape(lw.size, -1) / w.sum()).reshape(shape)
