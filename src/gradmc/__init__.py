@@ -13,7 +13,7 @@ from gradmc import spaces
 from gradmc.base import PerDatumModel, Recipe, Sampler, SamplingAlgorithm, StepStats, Target, Truth
 from gradmc import diagnostics, experiments, extended, targets  # noqa: F401  (registers targets and experiments)
 from gradmc.continuous import am, ct_hmc, equi_energy, gad, hmc, mala, parallel_tempering, ram, rwm, sgld, simulated_tempering  # noqa: F401,E501  (registers samplers)
-from gradmc.discrete import avg, block_gibbs, gibbs, gwg, ncg, pavg, uniform  # noqa: F401  (registers samplers)
+from gradmc.discrete import avg, block_gibbs, gibbs, gwg, hams, ncg, pavg, uniform  # noqa: F401  (registers samplers)
 from gradmc.registry import UnknownNameError, sampler, target
 from gradmc.registry import samplers as list_samplers
 from gradmc.registry import targets as list_targets

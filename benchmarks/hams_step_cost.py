@@ -1,0 +1,155 @@
+"""Step cost of the HAMS family (issue 5's benchmark), one run, 100 chains.
+
+(a) Time per step of V-PDHAMS and O-PDHAMS divided by PAVG's, on the 7-state clock Potts
+    model (20×20, W calibrated-like: the lattice adjacency scaled, dense 400×400) and on the
+    discrete Gaussian (d = 8, exact W). PAVG is timed in both forms: Rhodes & Gutmann's
+    (``pavg``, two mat-vecs per step) and Zhou & Tan's variance form (``pavg-variance``, the
+    PDHAMS kernel with ε = 0, φ = 0, β = 1). Goal <= 1.3x.
+(b) On a dense quadratic f(s) = bᵀs + ½ sᵀWs over {−2..2}^d, time per step divided by one
+    batched f+∇f evaluation (timed inside a ``lax.scan`` too), for d = 100..1000. Goal <= 1.5
+    at d = 1000. A PDHAMS step needs three d×d mat-vecs (L m, W Δ, L⁻¹(L u')) besides f+∇f,
+    whose own cost here is one mat-vec, so the ratio tends to ~4 once the O(d²) terms
+    dominate; the table shows from which d they do.
+
+Kernels are timed directly (``jit(scan(vmap(kernel)))``, compilation excluded), the
+samplers of one comparison in turn, and each time is the minimum over repeats (the
+machine is shared). Usage: ``python benchmarks/hams_step_cost.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gradmc.adapt.preconditioner import make_preconditioner as rg_preconditioner
+from gradmc.discrete import hams, pavg
+from gradmc.base import Target
+from gradmc.report import format_table
+from gradmc.spaces import Ordinal
+from gradmc.targets import hams_targets, lattice
+
+CHAINS = 100
+
+
+def kernel_loop(kernel_step, init, target, steps: int):
+    """jit(scan over ``steps`` of the vmapped kernel), 100 chains, returning the acceptance
+    (so nothing is dead code); compiled here."""
+    s0 = jax.vmap(target.space.sample_uniform)(jax.random.split(jax.random.key(0), CHAINS))
+
+    @jax.jit
+    def run(key, s0):
+        states = jax.vmap(init)(jax.random.split(key, CHAINS), s0)
+
+        def body(states, k):
+            states, info = jax.vmap(kernel_step)(jax.random.split(k, CHAINS), states)
+            return states, info.acceptance_rate
+
+        return jax.lax.scan(body, states, jax.random.split(key, steps))[1]
+
+    jax.block_until_ready(run(jax.random.key(1), s0))
+    return lambda key: run(key, s0)
+
+
+def evaluation_loop(target, steps: int):
+    """jit(scan over ``steps`` batched f+∇f evaluations of 100 chains); positions are moved
+    by the result every iteration so nothing is hoisted."""
+    values = jnp.asarray(target.space.values)
+    grad_fn = jax.vmap(jax.value_and_grad(target.logdensity_fn))
+    s0 = jax.vmap(target.space.sample_uniform)(jax.random.split(jax.random.key(0), CHAINS))
+
+    @jax.jit
+    def run(s0):
+        def body(s, i):
+            f, g = grad_fn(s)
+            return jnp.clip(s + jnp.sign(g) * (i % 2), values[0], values[-1]), f[0]
+
+        return jax.lax.scan(body, s0, jnp.arange(steps))
+
+    jax.block_until_ready(run(s0))
+    return lambda key: run(s0)
+
+
+def interleaved_times(loops: dict, steps: int, repeats: int) -> dict:
+    """Seconds per step of each loop: the minimum over ``repeats`` runs taken in turn (the
+    machine is shared; the minimum is the least disturbed run)."""
+    times = {name: [] for name in loops}
+    for r in range(repeats):
+        for name, run in loops.items():
+            t0 = time.perf_counter()
+            jax.block_until_ready(run(jax.random.key(r)))
+            times[name].append(time.perf_counter() - t0)
+    return {name: min(v) / steps for name, v in times.items()}
+
+
+def pdhams_loops(target, W, delta, steps):
+    f, space = target.logdensity_fn, target.space
+    precond = hams.pdhams_preconditioner(W, delta)
+    rg = rg_preconditioner(W, 2.0 / delta)  # the same W + D for Rhodes & Gutmann's PAVG
+    loops = {}
+    for name, beta, eps, phi in (("pavg-variance", 1.0, 0.0, 0.0), ("v-pdhams", 1.0, 0.9, -0.5), ("o-pdhams", 0.1, 0.9, -0.5)):
+        kernel = hams.build_kernel(beta)
+        loops[name] = kernel_loop(lambda key, st, kernel=kernel, eps=eps, phi=phi: kernel(key, st, f, space, precond, eps, phi),
+                                  lambda key, s: hams.init(s, f, key), target, steps)
+    rg_kernel = pavg.build_kernel()
+    loops["pavg (R&G)"] = kernel_loop(lambda key, st: rg_kernel(key, st, f, space, rg), lambda key, s: pavg.init(s, f),
+                                      target, steps)
+    return loops
+
+
+def part_a(steps: int, repeats: int) -> list[dict]:
+    potts = lattice.clock_potts(side=20, q=7)
+    W_potts = -0.3 * lattice.periodic_adjacency(20) - 0.5 * np.eye(400)  # a dense stand-in for the calibrated W
+    gauss = hams_targets.discrete_gaussian()
+    rows = []
+    for target, W, delta in ((potts, W_potts, 1.0), (gauss, gauss.metadata["W"], 0.05)):
+        times = interleaved_times(pdhams_loops(target, W, delta, steps), steps, repeats)
+        for name in ("v-pdhams", "o-pdhams"):
+            rows.append({"target": f"{target.name} (d={target.dim})", "sampler": name, "us_per_step": 1e6 * times[name],
+                         "vs_pavg_RG": times[name] / times["pavg (R&G)"],
+                         "vs_pavg_variance": times[name] / times["pavg-variance"], "goal": "<= 1.3"})
+    return rows
+
+
+def dense_quadratic(d: int) -> tuple[Target, np.ndarray]:
+    rng = np.random.default_rng(d)
+    A = rng.normal(size=(d, d)) / np.sqrt(d)
+    W = -(A @ A.T) - 0.5 * np.eye(d)
+    b = rng.normal(size=d)
+    Wj, bj = jnp.asarray(W, jnp.float32), jnp.asarray(b, jnp.float32)
+    target = Target(f"dense-quadratic-{d}", lambda s: bj @ s + 0.5 * s @ (Wj @ s), Ordinal(np.arange(-2.0, 3.0), d))
+    return target, W
+
+
+def part_b(dims, steps: int, repeats: int) -> list[dict]:
+    rows = []
+    for d in dims:
+        target, W = dense_quadratic(d)
+        steps = max(20, steps * 100 // d)  # the same work per run at every d
+        loops = pdhams_loops(target, W, 0.5, steps)
+        loops = {"f+grad": evaluation_loop(target, steps), "pavg (R&G)": loops["pavg (R&G)"],
+                 "v-pdhams": loops["v-pdhams"], "o-pdhams": loops["o-pdhams"]}
+        times = interleaved_times(loops, steps, repeats)
+        for name in ("pavg (R&G)", "v-pdhams", "o-pdhams"):
+            rows.append({"d": d, "sampler": name, "us_per_step": 1e6 * times[name], "us_per_eval": 1e6 * times["f+grad"],
+                         "ratio": times[name] / times["f+grad"], "goal": "<= 1.5" if d == max(dims) else ""})
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer steps and repeats")
+    args = parser.parse_args(argv)
+    steps, repeats = (100, 3) if args.quick else (300, 7)
+    print(f"devices: {jax.devices()}; {CHAINS} chains; {steps} steps; minimum of {repeats} interleaved runs\n")
+    print(format_table(part_a(steps, repeats), title="(a) PDHAMS step time / PAVG step time"))
+    print()
+    print(format_table(part_b((100, 250, 500, 1000), steps, repeats),
+                       title="(b) step time / one batched f+grad evaluation, dense quadratic"))
+
+
+if __name__ == "__main__":
+    main()
