@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="output folder (default out/EXPERIMENT, or report/ with --all)")
     p.add_argument("--checkpoint", type=Path, default=None, help="checkpoint folder: the same command resumes")
+    p.add_argument("--image", type=Path, default=None, help="textbook-denoising: also denoise this PNG")
     p.add_argument("--no-progress", action="store_true")
     return parser
 
@@ -143,6 +145,10 @@ def _cmd_reproduce(gradmc, args) -> int:
     from gradmc.reproduce import run_all, run_experiment
     from gradmc.run import checkpoint_root
 
+    if args.image is not None:
+        if not args.image.exists():
+            raise ValueError(f"no such image: {args.image}")
+        os.environ["GRADMC_DENOISE_IMAGE"] = str(args.image)
     if args.all == bool(args.experiment):
         raise ValueError("give one experiment name, or --all (valid names: "
                          + ", ".join(e.name for e in registry.experiments()) + ")")

@@ -1,4 +1,4 @@
 """Published experiments, one module per paper; importing this package registers them
 (``gradmc reproduce NAME``). Each is a recipe: targets, samplers, budget, metrics."""
 
-from gradmc.experiments import nemeth, rhodes_discrete, titsias, zhoutan  # noqa: F401
+from gradmc.experiments import nemeth, rhodes_discrete, rhodes_learning, titsias, zhoutan  # noqa: F401
