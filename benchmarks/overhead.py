@@ -100,9 +100,10 @@ def evaluation_time(target, chains: int, steps: int, repeats: int, with_grad: bo
     def run(x):
         def body(x, _):
             out = jax.vmap(fn)(x)
-            value = out[0] if with_grad else out
-            # feed the result back so the evaluations cannot be hoisted out of the loop
-            return x + 1e-30 * value[:, None], None
+            # feed the results back (value and gradient) so XLA can neither hoist the
+            # evaluation out of the loop nor drop the gradient as dead code
+            feedback = out[0][:, None] + out[1] if with_grad else out[:, None]
+            return x + 1e-30 * feedback, None
 
         return jax.lax.scan(body, x, None, length=steps)[0]
 
