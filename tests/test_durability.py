@@ -173,3 +173,48 @@ def test_two_processes_on_loopback_merge_to_the_single_process_run(tmp_path):
         env=env, capture_output=True, text=True, timeout=300)
     assert single.returncode == 0, single.stderr[-2000:]
     np.testing.assert_array_equal(merged, np.load(tmp_path / "one.npy"))
+
+
+MEMORY_RUN = textwrap.dedent(
+    """
+    import resource, sys, numpy as np, gradmc
+    mode, draws, folder = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    target = gradmc.target("gaussian", dim=100)
+    kw = dict(num_chains=200, num_warmup=0, num_draws=draws, seed=0, progress=False, chunk_size=100)
+    if mode == "stream":
+        trace = gradmc.sample(target, gradmc.sampler("rwm", adapt=None), keep_draws=False, checkpoint=folder, **kw)
+        trace.save_netcdf(folder + "/trace.nc")
+    else:
+        trace = gradmc.sample(target, gradmc.sampler("rwm", adapt=None), **kw)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    """
+)
+
+
+def test_streaming_run_has_bounded_peak_memory(tmp_path):
+    """Peak resident memory must not grow with the run's length when draws stream to disk.
+
+    200 chains x 100 coordinates, chunks of 100 draws (8 MB). Going from 200 to 2,000 draws
+    adds 144 MB of float32 draws: the in-memory run must grow by at least that (so the test
+    can fail), the streamed run by less than 40 MB (the bound: a few chunks in flight and
+    the per-draw statistics, 7 scalars per chain and draw).
+    """
+    import arviz as az
+
+    script = tmp_path / "mem.py"
+    script.write_text(MEMORY_RUN)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+
+    def peak(mode, draws):
+        folder = tmp_path / f"{mode}{draws}"
+        out = subprocess.run([sys.executable, str(script), mode, str(draws), str(folder)], env=env, capture_output=True,
+                             text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return int(out.stdout.strip().splitlines()[-1])
+
+    growth_memory = peak("memory", 2000) - peak("memory", 200)
+    growth_stream = peak("stream", 2000) - peak("stream", 200)
+    assert growth_memory >= 200 * 1800 * 100 * 4, growth_memory
+    assert growth_stream < 40e6, f"streamed run grew {growth_stream / 1e6:.0f} MB with 10x the draws"
+    posterior = az.from_netcdf(tmp_path / "stream2000" / "trace.nc").posterior["x"]
+    assert posterior.shape == (200, 2000, 100) and np.isfinite(posterior.values[:, -1]).all()

@@ -3,6 +3,7 @@ parameters and timings — and its conversion to ArviZ."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,9 +168,12 @@ class Trace:
         with h5netcdf.File(path, "w") as f:
             post = f.create_group("posterior")
             post.dimensions.update({"chain": num_chains, "draw": num_draws, **dict(zip(event_dims, first.shape[2:]))})
-            var = post.create_variable(var_name, ("chain", "draw", *event_dims), dtype=first.dtype)
+            # chunked storage, one HDF5 chunk per saved chunk of draws: slices are written
+            # straight through instead of being staged in memory
+            var = post.create_variable(var_name, ("chain", "draw", *event_dims), dtype=first.dtype,
+                                       chunks=(num_chains, first.shape[1], *first.shape[2:]))
             start = 0
-            for block in (first, *(c["[0]"] for c in chunks)):
+            for block in itertools.chain([first], (c["[0]"] for c in chunks)):  # one chunk in memory at a time
                 var[:, start : start + block.shape[1]] = block
                 start += block.shape[1]
             stats = f.create_group("sample_stats")
