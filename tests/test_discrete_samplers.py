@@ -20,6 +20,7 @@ import pytest
 from scipy.stats import norm
 
 import gradmc
+from gradmc.run import run_chains as drive_sampler
 from gradmc.base import Target
 from gradmc.diagnostics.ess import geyer_ess
 from gradmc.discrete import avg, block_gibbs, gibbs, gwg, ncg, pavg, proposal_mh, uniform  # noqa: F401 (registers)
@@ -75,25 +76,14 @@ def run_chains(sampler, target: Target, *, num_chains: int, num_draws: int, num_
     init = jnp.broadcast_to(jnp.asarray(init, jnp.float32), (num_chains, *target.space.event_shape))
     chain_keys = jax.random.split(jax.random.fold_in(key, 1), num_chains)
 
+    def observe(states, stats):
+        position = jax.vmap(sampler.position)(states)
+        finite = jnp.all(jnp.isfinite(position), axis=tuple(range(1, position.ndim)))
+        return target.space.to_index(position).astype(jnp.int8), finite, stats
+
     @jax.jit
     def go(init):
-        states = jax.vmap(sampler.init)(chain_keys, init)
-
-        def warm(states, t):
-            keys = jax.vmap(jax.random.fold_in, (0, None))(chain_keys, t)
-            states, _ = jax.vmap(sampler.warmup_step, (0, 0, None), axis_name="chain")(keys, states, t)
-            return states, None
-
-        states, _ = jax.lax.scan(warm, states, jnp.arange(num_warmup))
-        states, params = jax.vmap(sampler.finalize)(states)
-
-        def draw(states, t):
-            keys = jax.vmap(jax.random.fold_in, (0, None))(chain_keys, num_warmup + t)
-            states, stats = jax.vmap(sampler.step, axis_name="chain")(keys, states, params)
-            position = jax.vmap(sampler.position)(states)
-            return states, (target.space.to_index(position).astype(jnp.int8), jnp.all(jnp.isfinite(position), axis=tuple(range(1, position.ndim))), stats)
-
-        _, out = jax.lax.scan(draw, states, jnp.arange(num_draws))
+        _, params, out = drive_sampler(sampler, chain_keys, chain_keys, init, num_warmup, num_draws, observe)
         return out, params
 
     (index, finite, stats), params = go(init)

@@ -32,7 +32,7 @@ from gradmc.checkpoint import RunStore
 from gradmc.registry import sampler as sampler_recipe
 from gradmc.trace import RunningMoments, Trace
 
-__all__ = ["sample", "initial_positions", "checkpoint_root"]
+__all__ = ["sample", "initial_positions", "checkpoint_root", "run_chains"]
 
 WARMUP, DRAWS = "warmup", "draws"
 _CHECKPOINT_ROOT: ContextVar[Path | None] = ContextVar("gradmc_checkpoint_root", default=None)
@@ -86,6 +86,33 @@ def initial_positions(target: Target, num_chains: int, key: jax.Array, init=None
             f"({bad.size} chain(s) affected); choose a start inside the support"
         )
     return positions
+
+
+def run_chains(bound: Sampler, chain_keys, init_keys, positions, num_warmup: int, num_steps: int, observe: Callable):
+    """Warm-up then ``num_steps`` kept steps of ``bound`` on vmapped chains, as one pure,
+    jittable function with the runner's keys (``fold_in(chain_key, t)``).
+
+    For callers that batch whole runs, e.g. the step-size search over a grid of values.
+    ``observe(states, stats)`` is recorded at each kept step. Returns
+    ``(final states, params, observations)``; observations are stacked step-first.
+    """
+    states = jax.vmap(bound.init)(init_keys, positions)
+
+    def warm(states, t):
+        keys = jax.vmap(jax.random.fold_in, (0, None))(chain_keys, t)
+        states, _ = jax.vmap(bound.warmup_step, (0, 0, None), axis_name="chain")(keys, states, t)
+        return states, None
+
+    states, _ = jax.lax.scan(warm, states, jnp.arange(num_warmup))
+    states, params = jax.vmap(bound.finalize)(states)
+
+    def draw(states, t):
+        keys = jax.vmap(jax.random.fold_in, (0, None))(chain_keys, num_warmup + t)
+        states, stats = jax.vmap(bound.step, axis_name="chain")(keys, states, params)
+        return states, observe(states, stats)
+
+    states, observations = jax.lax.scan(draw, states, jnp.arange(num_steps))
+    return states, params, observations
 
 
 def _chunk_lengths(total: int, size: int) -> list[int]:

@@ -25,6 +25,7 @@ import numpy as np
 
 from gradmc.base import Target
 from gradmc.registry import sampler as sampler_recipe
+from gradmc.run import run_chains
 
 __all__ = ["SearchResult", "STEP_SIZE_GRID", "RADIUS_GRID", "RADIUS_SAMPLERS", "decile_grid", "radius_grid", "mean_jumps", "search"]
 
@@ -68,22 +69,8 @@ def mean_jumps(target: Target, sampler: str, param: str, values, *, num_chains: 
 
     def one_value(value):
         bound = sampler_recipe(sampler, **options, **{param: value}).bind(target, num_warmup)
-        states = jax.vmap(bound.init)(init_keys, positions)
-
-        def warm(states, t):
-            keys = jax.vmap(jax.random.fold_in, (0, None))(chain_keys, t)
-            states, _ = jax.vmap(bound.warmup_step, (0, 0, None), axis_name="chain")(keys, states, t)
-            return states, None
-
-        states, _ = jax.lax.scan(warm, states, jnp.arange(num_warmup))
-        states, params = jax.vmap(bound.finalize)(states)
-
-        def draw(states, t):
-            keys = jax.vmap(jax.random.fold_in, (0, None))(chain_keys, num_warmup + t)
-            states, stats = jax.vmap(bound.step, axis_name="chain")(keys, states, params)
-            return states, jnp.mean(stats.extra["jump"])
-
-        _, jumps = jax.lax.scan(draw, states, jnp.arange(num_steps))
+        _, _, jumps = run_chains(bound, chain_keys, init_keys, positions, num_warmup, num_steps,
+                                 lambda states, stats: jnp.mean(stats.extra["jump"]))
         return jnp.mean(jumps)
 
     return np.asarray(jax.jit(jax.vmap(one_value))(values), np.float64)
