@@ -85,11 +85,13 @@ class Budget:
 @dataclass
 class RunResult:
     """Draws of the original target, one row per run: (runs, draws, d), optional log
-    weights (runs, draws) for weighted samplers, and the batch's wall time (s)."""
+    weights (runs, draws) for weighted samplers, the batch's wall time (s) and the mean
+    number of log-density gradient evaluations per kept draw."""
 
     draws: np.ndarray
     seconds: float
     log_weights: np.ndarray | None = None
+    grads_per_draw: float = 0.0
 
     def moments(self, fn) -> np.ndarray:
         """Per-run estimate of E[fn(x)], shape (runs, ...)."""
@@ -113,17 +115,22 @@ def _seconds(trace) -> float:
     return float(trace.timing["warmup_s"] + trace.timing["sampling_s"])
 
 
+def _grads_per_draw(trace) -> float:
+    return float(np.mean(trace.stats["num_grad_evals"]))
+
+
 def run_sampler(target, rec, budget: Budget, seed: int, progress: bool) -> RunResult:
     trace = sample(target, rec, num_chains=budget.runs, num_warmup=budget.warmup, num_draws=budget.draws, seed=seed, progress=progress)
     weights = trace.stats.get("log_weight")
-    return RunResult(trace.draws, _seconds(trace), None if weights is None else np.asarray(weights, np.float64))
+    log_weights = None if weights is None else np.asarray(weights, np.float64)
+    return RunResult(trace.draws, _seconds(trace), log_weights, _grads_per_draw(trace))
 
 
 def run_pe(target, n: int, budget: Budget, seed: int, progress: bool, beta_bounds=(0.001, 1.0), sampler="nuts") -> RunResult:
     ext = pseudo_extended(target, n, beta_bounds=beta_bounds)
     trace = sample(ext, sampler, num_chains=budget.runs, num_warmup=budget.warmup, num_draws=budget.draws, seed=seed, progress=progress)
     out = resample_extended(trace, ext, jax.random.key(seed + 1))
-    return RunResult(out.draws, _seconds(trace))
+    return RunResult(out.draws, _seconds(trace), grads_per_draw=_grads_per_draw(trace))
 
 
 def _cell(mean: float, sd: float | None) -> str:
