@@ -9,7 +9,10 @@ chains x dimension x steps. Goal: throughput within 20% of linear in chains unti
 machine's cores saturate.
 
 Usage: ``python benchmarks/scale.py [--steps 200] [--max-chains 10000]``; on a GPU machine
-the same script measures the accelerator (``--devices 1``).
+the same script measures the accelerator (``--devices 1``). ``--rolls`` adds the 100-D
+Ising model with ``J s`` through the neighbour rolls (``lattice.neighbour_sum``, which
+lattices past ``lattice.DENSE_MATVEC_MAX`` sites use) beside its default dense mat-vec,
+to check that per-size choice on the machine at hand.
 """
 
 from __future__ import annotations
@@ -22,14 +25,17 @@ import sys
 
 WORKER = r"""
 import json, sys, jax, jax.numpy as jnp, gradmc
-steps, chain_counts = int(sys.argv[1]), [int(c) for c in sys.argv[2].split(",")]
+from gradmc.targets.lattice import neighbour_sum
+from gradmc.targets.quadratic import quadratic_target
+steps, chain_counts, rolls = int(sys.argv[1]), [int(c) for c in sys.argv[2].split(",")], sys.argv[3] == "1"
 rows = []
-cases = [
-    ("ncg", "ising", dict(side=10), dict(step_size=0.5)),
-    ("mala", "gaussian", dict(dim=100), dict(step_size=0.1, adapt=None)),
-]
-for sampler, target_name, target_opts, opts in cases:
-    target = gradmc.target(target_name, **target_opts)
+ising = gradmc.target("ising", side=10, strength=0.2)
+cases = [("ncg", ising, dict(step_size=0.5)), ("mala", gradmc.target("gaussian", dim=100), dict(step_size=0.1, adapt=None))]
+if rolls:
+    adjacency = neighbour_sum(10)
+    cases.insert(1, ("ncg", quadratic_target(None, ising.metadata["b"], ising.space, apply_J=lambda x: 0.2 * adjacency(x),
+                                             name="ising (rolls)", max_enumerate=0), dict(step_size=0.5)))
+for sampler, target, opts in cases:
     for chains in chain_counts:
         if chains % len(jax.devices()):
             continue
@@ -47,11 +53,11 @@ print(json.dumps(rows))
 """
 
 
-def run_worker(devices: int, steps: int, chains: str) -> list[dict]:
+def run_worker(devices: int, steps: int, chains: str, rolls: bool) -> list[dict]:
     env = dict(os.environ)
     if devices > 1:
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}".strip()
-    out = subprocess.run([sys.executable, "-c", WORKER, str(steps), chains], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", WORKER, str(steps), chains, str(int(rolls))], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -60,9 +66,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--max-chains", type=int, default=10000)
     parser.add_argument("--devices", default="1,4", help="device counts to compare (CPU: forced host devices)")
+    parser.add_argument("--rolls", action="store_true", help="also run the 100-D Ising model with J s by neighbour rolls")
     args = parser.parse_args()
     chains = ",".join(str(c) for c in (10, 100, 1000, 10000) if c <= args.max_chains)
-    rows = [r for d in args.devices.split(",") for r in run_worker(int(d), args.steps, chains)]
+    rows = [r for d in args.devices.split(",") for r in run_worker(int(d), args.steps, chains, args.rolls)]
     from gradmc.report import format_table
 
     base = {}

@@ -296,6 +296,88 @@ def test_potts_log_density_and_truth():
         lattice.potts(side=2, num_states=3, field=np.zeros(4))
 
 
+def _dense_value_and_grad(J, b, x):
+    """sᵀJs + bᵀs and 2Js + b in float64 numpy."""
+    return x @ J @ x + b @ x, 2 * J @ x + b
+
+
+def _structured_matches_dense(t, J, b, points):
+    """The target's value and gradient (float64 and float32) against the dense formula."""
+    value_and_grad = jax.vmap(jax.value_and_grad(t.logdensity_fn))
+    with jax.enable_x64(True):
+        v64, g64 = jax.jit(value_and_grad)(jnp.asarray(points, jnp.float64))
+    v32, g32 = jax.jit(value_and_grad)(jnp.asarray(points, jnp.float32))
+    for x, a64, d64, a32, d32 in zip(points, v64, g64, v32, g32):
+        value, grad = _dense_value_and_grad(J, b, x.reshape(-1))
+        assert float(a64) == pytest.approx(value, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(np.reshape(d64, -1), grad, rtol=1e-12, atol=1e-12)
+        # float32: rounding the input and summing n terms errs by at most ~(n + 2)·2⁻²⁴·Σ|terms|
+        tol = (x.size + 8) * 2.0**-24 * (np.abs(J).sum() * np.abs(x).max() ** 2 + np.abs(b).sum() * np.abs(x).max())
+        assert float(a32) == pytest.approx(value, abs=tol)
+        np.testing.assert_allclose(np.reshape(d32, -1), grad, atol=tol)
+
+
+def _points(space, key, n=4):
+    """Lattice states and real points near them (the gradient samplers evaluate both)."""
+    k1, k2 = jax.random.split(key)
+    states = np.stack([np.asarray(space.sample_uniform(k)) for k in jax.random.split(k1, n)]).astype(np.float64)
+    return np.concatenate([states, states + np.asarray(jax.random.normal(k2, states.shape), np.float64)])
+
+
+@pytest.mark.parametrize("side", [2, 3, 4, 5])
+@pytest.mark.parametrize("categories", [1, 3])
+def test_neighbour_sum_is_the_adjacency(side, categories):
+    """The rolls applied to every unit vector give A ⊗ I (side 2: A_ij = 2, the double bonds)."""
+    columns = jax.vmap(lattice.neighbour_sum(side, categories))(jnp.eye(side * side * categories))
+    np.testing.assert_array_equal(np.asarray(columns).T, np.kron(lattice.periodic_adjacency(side), np.eye(categories)))
+
+
+def _rolled(t, strength, categories=1):
+    """The same target with J s through the neighbour rolls, whatever the lattice picked."""
+    roll = lattice.neighbour_sum(t.metadata["side"], categories)
+    return quadratic.quadratic_target(None, t.metadata["b"], t.space, apply_J=lambda x: strength * roll(x), max_enumerate=0)
+
+
+@pytest.mark.parametrize("side", [2, 3, 4, 5, 17])
+@pytest.mark.parametrize("spin", [True, False])
+def test_ising_matches_dense_J(side, spin):
+    """f and ∇f (the lattice's pick and the rolls) equal sᵀJs + bᵀs and 2Js + b with J = strength·A;
+    side 17 (289 sites) is past DENSE_MATVEC_MAX, so the registered target itself rolls there."""
+    field = np.linspace(-0.7, 0.9, side * side)
+    t = lattice.ising(side=side, strength=-0.35, field=field, spin=spin)
+    J = -0.35 * lattice.periodic_adjacency(side)
+    np.testing.assert_array_equal(t.metadata["J"], J)
+    points = _points(t.space, jax.random.key(side))
+    _structured_matches_dense(t, J, field, points)
+    _structured_matches_dense(_rolled(t, -0.35), J, field, points)
+
+
+@pytest.mark.parametrize("side,num_states", [(2, 3), (3, 2), (4, 4), (5, 3)])
+def test_potts_matches_dense_J(side, num_states):
+    field = np.linspace(-1.0, 0.5, side * side * num_states).reshape(side * side, num_states)
+    t = lattice.potts(side=side, num_states=num_states, strength=0.45, field=field)
+    J = np.kron(0.45 * lattice.periodic_adjacency(side), np.eye(num_states))
+    np.testing.assert_array_equal(t.metadata["J"], J)
+    _structured_matches_dense(t, J, field.reshape(-1), _points(t.space, jax.random.key(10 + side)))
+
+
+def test_dense_J_kept_only_when_small():
+    """metadata["J"] up to DENSE_J_MAX rows (or on request); beyond, block Gibbs asks for M."""
+    assert lattice.DENSE_MATVEC_MAX <= lattice.DENSE_J_MAX == 1024
+    assert "J" in lattice.ising(side=32).metadata and "J" not in lattice.ising(side=33).metadata
+    assert "J" in lattice.potts(side=18, num_states=3).metadata  # 972 rows
+    assert "J" not in lattice.potts(side=19, num_states=3).metadata  # 1083 rows
+    forced = lattice.ising(side=33, dense_J=True)
+    np.testing.assert_array_equal(forced.metadata["J"], 0.2 * lattice.periodic_adjacency(33))
+    with pytest.raises(ValueError, match="dense_J"):
+        lattice.ising(side=3, dense_J="yes")
+    with pytest.raises(ValueError, match="M="):
+        registry.sampler("block-gibbs").bind(lattice.ising(side=33), 0)
+    big = registry.target("ising", side=100, strength=0.2, field=0.1)  # 10^4 sites, no 10^4 x 10^4 matrix
+    assert set(big.metadata) >= {"b", "side", "strength"} and big.truth is None
+    assert float(big.logdensity_fn(jnp.ones(10_000))) == pytest.approx(4 * 10_000 * 0.2 + 10_000 * 0.1, rel=1e-6)
+
+
 @pytest.mark.parametrize("antiferromagnetic", [False, True])
 def test_clock_potts_log_density_and_gradient(antiferromagnetic):
     side, q, kappa = 3, 7, 1.3
@@ -334,6 +416,25 @@ def test_quadratic_on_every_space(space):
     assert float(t.logdensity_fn(jnp.asarray(s))) == pytest.approx(x @ J @ x + b @ x, rel=1e-5, abs=1e-5)
     assert t.truth is not None and t.truth.cov.shape == (t.dim, t.dim)
     np.testing.assert_allclose(t.truth.marginals.sum(axis=1), 1.0)
+
+
+def test_quadratic_structured_apply_J_and_derivatives():
+    """apply_J gives the same target as the dense J; the custom JVP's gradient is 2Js + b
+    and its Hessian 2J (second derivatives go through the JVP rule)."""
+    dense = registry.target("quadratic", space="spin", d=5, seed=3)
+    J, b = dense.metadata["J"], dense.metadata["b"]
+    structured = quadratic.quadratic_target(None, b, Spin(5), apply_J=lambda x: jnp.asarray(J, x.dtype) @ x)
+    assert "J" not in structured.metadata
+    np.testing.assert_allclose(structured.truth.marginals, dense.truth.marginals, atol=1e-12)
+    np.testing.assert_allclose(structured.truth.cov, dense.truth.cov, atol=1e-12)
+    x = np.random.default_rng(0).normal(size=5)
+    with jax.enable_x64(True):
+        f = dense.logdensity_fn
+        np.testing.assert_allclose(jax.grad(f)(jnp.asarray(x)), 2 * J @ x + b, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jax.hessian(f)(jnp.asarray(x)), 2 * J, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jax.jacfwd(jax.grad(structured.logdensity_fn))(jnp.asarray(x)), 2 * J, atol=1e-12)
+    with pytest.raises(ValueError, match="apply_J"):
+        quadratic.quadratic_target(None, None, Binary(3))
 
 
 def test_quadratic_bad_input():

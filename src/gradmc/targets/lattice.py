@@ -18,6 +18,15 @@ linked to ``(r±1, c)`` and ``(r, c±1)`` modulo ``side``. With ``side = 2`` the
 links each pair of neighbours twice (``A_ij = 2``), as the periodic sum does. Every model
 has its exact truth by enumeration when its state space has at most 2^20 states
 (e.g. Ising with ``side ≤ 4``).
+
+Ising and Potts are structured: ``J s`` is ``strength`` times the sum of the four
+neighbour rolls of ``s`` on the ``(side, side)`` grid (:func:`neighbour_sum`, which is
+``A s`` exactly, side 2's double bonds included), so a log density with its gradient
+costs O(side²) rather than O(side⁴). Only small Ising lattices (at most
+:data:`DENSE_MATVEC_MAX` sites) multiply by the dense ``J`` instead, which measured faster
+there on CPU; the function is the same. The dense ``J`` (``metadata["J"]``, the "true
+M" of PAVG / block Gibbs) is kept when it has at most :data:`DENSE_J_MAX` rows, or on
+request (``dense_J=True``).
 """
 
 from __future__ import annotations
@@ -31,11 +40,22 @@ from gradmc.spaces import Binary, Categorical, Ordinal, Spin
 from gradmc.targets.enumerate import enumerate_if_small
 from gradmc.targets.quadratic import quadratic_target
 
-__all__ = ["periodic_adjacency", "ising", "potts", "clock_potts", "CLOCK_KAPPA"]
+__all__ = ["periodic_adjacency", "neighbour_sum", "ising", "potts", "clock_potts", "CLOCK_KAPPA", "DENSE_J_MAX", "DENSE_MATVEC_MAX"]
 
 #: Default |J/T| of the 7-state clock model: 1.1, i.e. T ≈ 0.91 J, at the upper BKT
 #: transition T₂ ≈ 0.9 J (Li et al., PRE 101, 060105, 2020; the Zhou & Tan value is lost).
 CLOCK_KAPPA = 1.1
+
+#: Ising / Potts keep the dense ``J`` as ``metadata["J"]`` when it has at most this many
+#: rows (side² for Ising, side²·k for Potts): at most 8 MiB of float64, enough for every
+#: user of the true J (block Gibbs / PAVG up to the 32×32 lattice, PCD on 10×10); a
+#: larger dense J costs O(D²) memory and block Gibbs an O(D³) eigendecomposition.
+DENSE_J_MAX = 1024
+
+#: Ising lattices with at most this many sites evaluate ``J s`` as a dense mat-vec: on CPU
+#: (NCG, 100–1000 chains) it beat the neighbour rolls by 10–25% up to 16×16 and lost from
+#: 20×20 on. Potts (``side²·k`` one-hot coordinates) always rolls: faster from 6×6, k = 3.
+DENSE_MATVEC_MAX = 256
 
 
 def _check_side(side) -> int:
@@ -71,24 +91,54 @@ def periodic_adjacency(side: int) -> np.ndarray:
     return a + a.T
 
 
+def neighbour_sum(side: int, categories: int = 1):
+    """``x -> (A ⊗ I_categories) x`` on the flattened ``(side², categories)`` position: the
+    sum of the four periodic neighbour rolls on the ``(side, side)`` grid (one grid per
+    category; a single category keeps a 2-D grid, which XLA rolls about twice as fast)."""
+    shape = (side, side) if categories == 1 else (side, side, categories)
+
+    def apply(x):
+        grid = jnp.reshape(x, shape)
+        total = sum(jnp.roll(grid, shift, axis) for axis in (0, 1) for shift in (1, -1))
+        return jnp.reshape(total, (-1,))
+
+    return apply
+
+
+def _lattice_target(side: int, strength: float, b: np.ndarray, space, dense_J, *, categories: int = 1, **kwargs) -> Target:
+    """The quadratic target ``sᵀ (strength·A ⊗ I_categories) s + bᵀs``, ``J s`` by
+    :func:`neighbour_sum` (or the dense ``J`` on small Ising lattices, see :data:`DENSE_MATVEC_MAX`)."""
+    if not isinstance(dense_J, bool):
+        raise ValueError(f"dense_J must be True or False, got {dense_J!r}")
+    small = categories == 1 and space.dim <= DENSE_MATVEC_MAX
+    keep = dense_J or space.dim <= DENSE_J_MAX
+    J = np.kron(strength * periodic_adjacency(side), np.eye(categories)) if keep else None
+    adjacency = neighbour_sum(side, categories)
+    apply_J = None if small else (lambda x: strength * adjacency(x))
+    return quadratic_target(J, b, space, apply_J=apply_J, **kwargs)
+
+
 @register_target(
     "ising",
     "periodic lattice Ising model f(s) = sᵀJs + bᵀs (no ½), J = strength·A; Spin or Binary",
     kind="discrete",
 )
-def ising(side: int = 10, strength: float = 0.2, field=0.0, spin: bool = True) -> Target:
+def ising(side: int = 10, strength: float = 0.2, field=0.0, spin: bool = True, dense_J: bool = False) -> Target:
     """Ising model on the periodic ``side × side`` lattice (defaults: Rhodes & Gutmann §5.3).
 
-    ``field`` is a scalar or one value per site (``side²``).
+    ``field`` is a scalar or one value per site (``side²``). ``metadata["J"]`` is the
+    dense ``J`` when ``side² <= DENSE_J_MAX`` or ``dense_J``.
     """
     side = _check_side(side)
     strength = _check_finite(strength, "strength")
     b = _broadcast_field(field, (side * side,))
     space = Spin(side * side) if spin else Binary(side * side)
-    return quadratic_target(
-        strength * periodic_adjacency(side),
+    return _lattice_target(
+        side,
+        strength,
         b,
         space,
+        dense_J,
         name="ising",
         description=f"Ising {side}x{side} periodic, strength {strength}, field {field}, on {space}",
         metadata={"side": side, "strength": strength, "field": b},
@@ -100,20 +150,24 @@ def ising(side: int = 10, strength: float = 0.2, field=0.0, spin: bool = True) -
     "categorical (one-hot) Potts model on a periodic lattice: Σ J_ij<S_i,S_j> + Σ <h_i,S_i>, J = strength·A",
     kind="discrete",
 )
-def potts(side: int = 3, num_states: int = 3, strength: float = 0.5, field=0.0) -> Target:
+def potts(side: int = 3, num_states: int = 3, strength: float = 0.5, field=0.0, dense_J: bool = False) -> Target:
     """Categorical Potts model with ``num_states`` categories on the periodic lattice.
 
     ``field`` broadcasts to ``(side², num_states)`` (a scalar, a per-category ``(k,)``
-    vector or a full table).
+    vector or a full table). ``metadata["J"]`` is the dense ``J ⊗ I_k`` when
+    ``side²·k <= DENSE_J_MAX`` or ``dense_J``.
     """
     side = _check_side(side)
     strength = _check_finite(strength, "strength")
     space = Categorical(num_states, side * side)
     h = _broadcast_field(field, space.event_shape)
-    return quadratic_target(
-        np.kron(strength * periodic_adjacency(side), np.eye(space.k)),
+    return _lattice_target(
+        side,
+        strength,
         h.reshape(-1),
         space,
+        dense_J,
+        categories=space.k,
         name="potts",
         description=f"categorical Potts {side}x{side} periodic, k={space.k}, strength {strength}",
         metadata={"side": side, "strength": strength, "field": h},

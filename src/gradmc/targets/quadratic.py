@@ -6,12 +6,20 @@ The convention is Rhodes & Gutmann's code: ``f(s) = sᵀ J s + bᵀ s`` with **n
 function is the same formula on real inputs, so gradient samplers can differentiate it;
 its Hessian is ``2 J`` — the "true M" of PAVG / block Gibbs is ``metadata["J"]``.
 
+A structured ``J`` (e.g. a lattice's neighbour sums) is given as ``apply_J``, the
+mat-vec ``x -> J x`` on the flattened position; the dense ``J`` is then optional and only
+kept as metadata. Either way the log density and its gradient ``2 J s + b`` cost one
+mat-vec together (a custom JVP reuses ``J s``, as J is symmetric).
+
 Exact truth (marginals, mean, covariance, exact samples) comes from enumeration when
 the space has at most ``max_enumerate`` states.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -20,21 +28,49 @@ from gradmc.registry import register_target
 from gradmc.spaces import Binary, Categorical, DiscreteSpace, Ordinal, Spin
 from gradmc.targets.enumerate import ENUMERATE_LIMIT, enumerate_if_small
 
-__all__ = ["quadratic_target", "quadratic"]
+__all__ = ["quadratic_form", "quadratic_target", "quadratic"]
 
 
-def _check_coefficients(J, b, size: int) -> tuple[np.ndarray, np.ndarray]:
-    J = np.asarray(J, dtype=np.float64)
+def _check_coefficients(J, b, size: int) -> tuple[np.ndarray | None, np.ndarray]:
     b = np.zeros(size) if b is None else np.asarray(b, dtype=np.float64)
-    if J.shape != (size, size):
-        raise ValueError(f"J must have shape ({size}, {size}) for a space of {size} coordinates, got {J.shape}")
     if b.shape != (size,):
         raise ValueError(f"b must have shape ({size},), got {b.shape}")
-    if not (np.all(np.isfinite(J)) and np.all(np.isfinite(b))):
+    if not np.all(np.isfinite(b)):
+        raise ValueError("J and b must be finite")
+    if J is None:
+        return None, b
+    J = np.asarray(J, dtype=np.float64)
+    if J.shape != (size, size):
+        raise ValueError(f"J must have shape ({size}, {size}) for a space of {size} coordinates, got {J.shape}")
+    if not np.all(np.isfinite(J)):
         raise ValueError("J and b must be finite")
     if not np.allclose(J, J.T, rtol=1e-12, atol=1e-12):
         raise ValueError("J must be symmetric (sᵀJs only sees the symmetric part; pass (J + Jᵀ)/2)")
     return J, b
+
+
+def quadratic_form(apply_J: Callable, b: np.ndarray) -> Callable:
+    """``s -> sᵀJs + bᵀs`` for a symmetric ``J`` given by its mat-vec ``apply_J`` (on the
+    flattened ``s``), in the input's dtype. The JVP reuses ``g = J s``: value and gradient
+    ``2 J s + b`` cost one mat-vec (plain autodiff would need two); higher derivatives
+    still work (Hessian ``2 J``)."""
+    b64 = np.asarray(b, np.float64)
+
+    @jax.custom_jvp
+    def form(x):
+        return x @ apply_J(x) + jnp.asarray(b64, x.dtype) @ x
+
+    @form.defjvp
+    def _jvp(primals, tangents):
+        (x,), (dx,) = primals, tangents
+        g = apply_J(x)
+        bx = jnp.asarray(b64, x.dtype)
+        return x @ g + bx @ x, (2 * g + bx) @ dx
+
+    def logdensity_fn(s):
+        return form(jnp.reshape(s, (-1,)))
+
+    return logdensity_fn
 
 
 def quadratic_target(
@@ -47,21 +83,29 @@ def quadratic_target(
     initial_position=None,
     max_enumerate: int = ENUMERATE_LIMIT,
     metadata: dict | None = None,
+    apply_J: Callable | None = None,
 ) -> Target:
     """The target ``f(s) = sᵀJs + bᵀs`` on ``space`` (``J`` symmetric ``(D, D)``, ``b`` ``(D,)``, D = space.dim).
 
-    The truth is exact (enumeration) when ``space`` has at most ``max_enumerate`` states,
-    else ``None``. ``metadata`` gets ``J`` and ``b`` (float64 numpy) and, when enumerated,
+    ``apply_J`` (optional) is the mat-vec ``x -> J x`` of a structured symmetric ``J`` on
+    the flattened ``(D,)`` position, in jax and in the input's dtype; the log density uses
+    it instead of the dense ``J``, which may then be ``None`` (not kept). The truth is
+    exact (enumeration) when ``space`` has at most ``max_enumerate`` states, else ``None``.
+    ``metadata`` gets ``b`` and ``J`` (when given; float64 numpy) and, when enumerated,
     ``pairwise_marginals`` ``(d, d, k, k)``.
     """
     if not isinstance(space, DiscreteSpace):
         raise ValueError(f"quadratic targets live on a discrete space, got {space}")
+    if J is None and apply_J is None:
+        raise ValueError("a quadratic target needs J (a dense (D, D) matrix) or apply_J (its mat-vec)")
     J, b = _check_coefficients(J, b, space.dim)
+    if apply_J is None:
+        J64 = J
 
-    def logdensity_fn(s):
-        x = jnp.reshape(s, (-1,))
-        return x @ (jnp.asarray(J, x.dtype) @ x) + jnp.asarray(b, x.dtype) @ x
+        def apply_J(x):
+            return jnp.asarray(J64, x.dtype) @ x
 
+    logdensity_fn = quadratic_form(apply_J, b)
     exact = enumerate_if_small(logdensity_fn, space, max_enumerate)
     extra = {} if exact is None else {"pairwise_marginals": exact.pairwise}
     return Target(
@@ -71,7 +115,7 @@ def quadratic_target(
         description=description or f"quadratic log density sᵀJs + bᵀs on {space}",
         truth=None if exact is None else exact.truth(),
         initial_position=initial_position,
-        metadata={"J": J, "b": b, **extra, **(metadata or {})},
+        metadata={**({} if J is None else {"J": J}), "b": b, **extra, **(metadata or {})},
     )
 
 
