@@ -14,8 +14,13 @@ from gradmc.spaces import (
     Ordinal,
     Real,
     Spin,
+    factorised_logits,
     factorised_logprob,
     factorised_proposal,
+    factorised_sample,
+    normal,
+    sample_logits_scored,
+    uniform,
 )
 
 ORDINAL_VALUES = np.linspace(-1.5, 3.0, 5)
@@ -23,8 +28,10 @@ SPACES = {
     "binary": Binary(3),
     "spin": Spin(3),
     "ordinal": Ordinal(ORDINAL_VALUES, 2),
+    "ordinal2": Ordinal([-0.5, 2.0], 3),  # two values: the logistic fast path, like binary and spin
     "categorical": Categorical(3, 2),
 }
+TWO_VALUED = ["binary", "spin", "ordinal2"]
 
 
 def all_states(space):
@@ -128,7 +135,7 @@ _batched_draw = jax.jit(
 
 
 @pytest.mark.parametrize("name", list(SPACES))
-@pytest.mark.parametrize("eps", [0.01, 1.0, 1000.0])
+@pytest.mark.parametrize("eps", [0.01, 0.1, 1.0, 10.0, 1000.0])
 def test_factorised_normalises_and_matches_samples(name, eps):
     """Σ_s q(s) = 1 over the enumerated space, and 20,000 draws pass a chi-square test
     (p > 0.001; cells with expected count < 5 pooled, as the test's approximation needs)."""
@@ -174,3 +181,102 @@ def test_categorical_b_term_cancels_within_rows():
     lp0 = factorised_logprob(s, a, None, space)
     lp1 = factorised_logprob(s, a, jnp.array([1.0, -7.0, 30.0]), space)
     np.testing.assert_allclose(lp0, lp1, rtol=1e-5, atol=1e-5)
+
+
+# -- the two-valued (logistic) fast path -------------------------------------------------
+
+
+def test_to_index_is_the_nearest_value():
+    """The midpoint count of to_index equals the nearest value (argmin of the distance) on
+    real inputs around every value set, ties going to the lower value."""
+    x = jax.random.uniform(jax.random.key(5), (2000,), minval=-3.0, maxval=4.0)
+    for space in (Binary(1), Spin(1), Ordinal(ORDINAL_VALUES, 1), Ordinal([-0.5, 2.0], 1)):
+        v = np.asarray(space.values)
+        nearest = np.argmin(np.abs(np.asarray(x)[:, None] - v), axis=-1)
+        np.testing.assert_array_equal(np.asarray(space.to_index(x)), nearest)
+        midpoint = 0.5 * (v[0] + v[1])
+        assert int(space.to_index(jnp.float32(midpoint))) == 0
+    assert [s.is_two_valued for s in SPACES.values()] == [True, True, False, True, False]
+
+
+@pytest.mark.parametrize("name", TWO_VALUED)
+@pytest.mark.parametrize("eps", [0.01, 0.1, 10.0, 1000.0])
+def test_two_valued_fast_path_matches_log_sum_exp(name, eps):
+    """On every state of a two-valued space the logistic log q equals the stacked
+    log-sum-exp of eq. 8 (float64 reference); the draw returns its own index and score."""
+    space = SPACES[name]
+    a, b = ncg_coefficients(space, eps, seed=7)
+    logits = np.asarray(factorised_logits(a, b, space), np.float64)
+    ref_lp = logits - np.logaddexp(logits[:, 0], logits[:, 1])[:, None]
+    states = all_states(space)
+    index = np.asarray(space.to_index(states))
+    reference = np.take_along_axis(ref_lp[None], index[..., None], -1)[..., 0].sum(-1)
+    logq = np.asarray(jax.vmap(lambda s: factorised_logprob(s, a, b, space))(jnp.asarray(states)))
+    np.testing.assert_allclose(logq, reference, rtol=1e-5, atol=1e-4 * (1 + np.abs(reference).max() * 1e-3))
+    for key in jax.random.split(jax.random.key(2), 5):
+        position, index, logq_draw = factorised_sample(key, a, b, space)
+        np.testing.assert_array_equal(np.asarray(space.from_index(index)), np.asarray(position))
+        np.testing.assert_allclose(logq_draw, factorised_logprob(position, a, b, space), rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", TWO_VALUED)
+def test_two_valued_fast_path_extreme_gaps(name):
+    """Logit gaps of ±1e5 (ε = 1e-4) put all mass on the current state, finitely; a NaN
+    gradient gives a NaN score (so the MH test rejects the proposal)."""
+    space = SPACES[name]
+    s = space.from_index(jnp.array([0, 1, 0]))
+    a, b = s / 1e-4, -0.5 / 1e-4
+    assert np.isfinite(factorised_logprob(s, a, b, space)) and abs(float(factorised_logprob(s, a, b, space))) < 1e-6
+    other = space.from_index(jnp.array([1, 1, 0]))
+    assert float(factorised_logprob(other, a, b, space)) < -1e3
+    position, _, logq = factorised_sample(jax.random.key(0), a, b, space)
+    np.testing.assert_array_equal(np.asarray(position), np.asarray(s))
+    assert abs(float(logq)) < 1e-6
+    assert np.isnan(factorised_logprob(s, a.at[0].set(jnp.nan), b, space))
+    assert np.isnan(factorised_sample(jax.random.key(0), a.at[0].set(jnp.nan), b, space)[2])
+
+
+# -- the proposals' random numbers (both words of each threefry block) --------------------
+
+
+def test_uniform_and_normal_are_distributed_correctly():
+    """KS tests (p > 0.001) of 100,000 uniforms and normals; the two words of a threefry
+    block (entries i and i + n/2) are independent: chi-square of their joint 10×10 histogram."""
+    n = 100_000
+    u = np.asarray(uniform(jax.random.key(11), (n,)), np.float64)
+    assert u.min() >= 0.0 and u.max() < 1.0
+    assert stats.kstest(u, "uniform").pvalue > 1e-3
+    joint = np.histogram2d(u[: n // 2], u[n // 2 :], bins=10, range=[[0, 1], [0, 1]])[0]
+    assert stats.chisquare(joint.ravel()).pvalue > 1e-3
+    z = np.asarray(normal(jax.random.key(12), (n,)), np.float64)
+    assert np.all(np.isfinite(z)) and stats.kstest(z, "norm").pvalue > 1e-3
+    batched = jax.vmap(lambda k: uniform(k, (3, 5)))(jax.random.split(jax.random.key(13), 4))
+    assert batched.shape == (4, 3, 5) and len(np.unique(np.asarray(batched))) == 60
+
+
+def test_uniform_falls_back_for_other_generators():
+    key = jax.random.key(0, impl="rbg")
+    np.testing.assert_array_equal(np.asarray(uniform(key, (7,))), np.asarray(jax.random.uniform(key, (7,))))
+    raw = jax.random.PRNGKey(3)  # a raw threefry key takes the fast path too
+    assert uniform(raw, (7,)).shape == (7,)
+
+
+@pytest.mark.parametrize("n", [50, 1500])  # one level, and two levels (blocks) for long rows
+def test_sample_logits_scored_matches_softmax(n):
+    """Draws over n logits (every 7th and the last −inf) pass a chi-square test against
+    softmax (p > 0.001; cells with expected count < 5 pooled), never hit a −inf entry,
+    and come with their exact log-probability."""
+    logits = 2.0 * jax.random.normal(jax.random.key(21), (n,))
+    logits = logits.at[::7].set(-jnp.inf).at[n - 1].set(-jnp.inf)
+    draws = 200_000
+    index, logp = jax.jit(jax.vmap(lambda k: sample_logits_scored(k, logits)))(jax.random.split(jax.random.key(22), draws))
+    index, logp = np.asarray(index), np.asarray(logp, np.float64)
+    p = np.exp(np.asarray(logits, np.float64) - np.logaddexp.reduce(np.asarray(logits, np.float64)))
+    assert np.all(p[index] > 0)
+    np.testing.assert_allclose(logp, np.log(p[index]), atol=1e-4)
+    observed, expected = np.bincount(index, minlength=n).astype(float), draws * p
+    small, keep = (expected < 5) & (expected > 0), expected >= 5
+    obs, exp = observed[keep], expected[keep]
+    if small.any():
+        obs, exp = np.append(obs, observed[small].sum()), np.append(exp, expected[small].sum())
+    assert stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue > 1e-3

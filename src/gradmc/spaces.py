@@ -12,9 +12,14 @@ arrays, since the gradient samplers differentiate the log density at them.
 
 The one shared routine of the gradient samplers (NCG, AVG, PAVG, block Gibbs) samples and
 scores the factorised proposals ``q(s) ∝ Π_i exp(a_i s_i + b_i s_i²)`` over the value set
-(Rhodes & Gutmann eqs 8, 13, 17, 25, 40): :func:`factorised_proposal`,
-:func:`factorised_logprob` (and :func:`factorised_logits`); :func:`sample_logits` is the
-one categorical draw (inverse CDF) that every discrete kernel uses.
+(Rhodes & Gutmann eqs 8, 13, 17, 25, 40): :func:`factorised_sample` (the draw, its index and its log-probability),
+:func:`factorised_logprob` (the score of any position, e.g. the reverse move), with
+:func:`factorised_proposal` and :func:`factorised_logits`; :func:`sample_logits` is the
+one categorical draw (inverse CDF) that every discrete kernel uses. Two-valued scalar
+spaces (Binary, Spin, two-point Ordinal) take a logistic fast path: σ of one logit gap
+per coordinate instead of a log-sum-exp over the stacked values. The proposals'
+uniforms and normals come from :func:`uniform` / :func:`normal` (both 32-bit words of
+each threefry block; random numbers dominate a step's cost on cheap targets).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import jax
+import jax.extend.random
 import jax.numpy as jnp
 import numpy as np
 
@@ -33,8 +39,12 @@ __all__ = [
     "Spin",
     "Ordinal",
     "Categorical",
+    "uniform",
+    "normal",
     "sample_logits",
+    "sample_logits_scored",
     "factorised_logits",
+    "factorised_sample",
     "factorised_proposal",
     "factorised_logprob",
 ]
@@ -119,6 +129,12 @@ class DiscreteSpace(Space):
         return (self.d,) + self._values.shape[1:]
 
     @property
+    def is_two_valued(self) -> bool:
+        """Scalar coordinates with k = 2 values (Binary, Spin, a two-point Ordinal): the
+        samplers' logistic fast paths apply (one logit gap per coordinate, no stacking over k)."""
+        return self._values.ndim == 1 and self.num_values == 2
+
+    @property
     def size(self) -> int:
         """Number of states, k^d (as a Python int: may be huge)."""
         return self.num_values**self.d
@@ -129,10 +145,14 @@ class DiscreteSpace(Space):
         return jnp.asarray(self._values, jnp.result_type(float))[jnp.asarray(index)]
 
     def to_index(self, position) -> jax.Array:
-        """Integer index of each coordinate's value (nearest value), shape ``(..., d)``."""
+        """Integer index of each coordinate's value (nearest value, ties to the lower one),
+        shape ``(..., d)``: the number of midpoints between sorted values below it (one
+        comparison for two-valued spaces)."""
         s = jnp.asarray(position)
-        v = jnp.asarray(self._values)
-        return jnp.argmin(jnp.abs(s[..., None] - v), axis=-1).astype(jnp.int32)
+        mid = jnp.asarray(0.5 * (self._values[1:] + self._values[:-1]), s.dtype)
+        if mid.shape[0] == 1:
+            return (s > mid[0]).astype(jnp.int32)
+        return jnp.sum(s[..., None] > mid, axis=-1).astype(jnp.int32)
 
     def sample_uniform(self, key) -> jax.Array:
         """A uniformly random state."""
@@ -240,8 +260,92 @@ class Categorical(DiscreteSpace):
 
 
 # ---------------------------------------------------------------------------------------
+# Random numbers of the proposals
+# ---------------------------------------------------------------------------------------
+
+
+def _threefry_data(key):
+    """The ``uint32[2]`` key data of a threefry2x32 key (typed or raw), else None."""
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return jax.random.key_data(key) if str(jax.random.key_impl(key)) == "threefry2x32" else None
+    if key.dtype == jnp.uint32 and key.shape == (2,) and jax.config.jax_default_prng_impl == "threefry2x32":
+        return key
+    return None
+
+
+def uniform(key, shape, dtype=jnp.float32) -> jax.Array:
+    """Uniforms on [0, 1) as ``jax.random.uniform`` makes them (23 random mantissa bits),
+    at half its cost for threefry keys.
+
+    ``jax.random`` hashes one threefry2x32 block (two 32-bit words) per float32 and XORs
+    the two words into one; here both words of each block are used, so ``n`` uniforms
+    cost ``n/2`` blocks. The values are the same generator's, only taken differently;
+    other PRNG implementations fall back to ``jax.random.uniform``. Random numbers are
+    the main cost of a proposal on a CPU (benchmarks/discrete_step_cost.py).
+    """
+    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
+    data = _threefry_data(key)
+    shape = tuple(shape)
+    if data is None or jnp.dtype(dtype) != jnp.float32:
+        return jax.random.uniform(key, shape, dtype)
+    n = int(np.prod(shape))
+    words = jax.extend.random.threefry_2x32(data, jax.lax.iota(jnp.uint32, n + n % 2))[:n]
+    one_to_two = jax.lax.bitcast_convert_type((words >> 9) | jnp.uint32(0x3F800000), jnp.float32)
+    return (one_to_two - 1.0).reshape(shape)
+
+
+def normal(key, shape, dtype=jnp.float32) -> jax.Array:
+    """Standard normals from :func:`uniform` by the inverse CDF, √2 erf⁻¹(2u − 1), as
+    ``jax.random.normal`` computes them (u = 0 clipped to the smallest float above −1)."""
+    u = 2.0 * uniform(key, shape, dtype) - 1.0
+    u = jnp.maximum(u, jnp.nextafter(jnp.asarray(-1.0, u.dtype), jnp.asarray(0.0, u.dtype)))
+    return jnp.sqrt(jnp.asarray(2.0, u.dtype)) * jax.lax.erf_inv(u)
+
+
+# ---------------------------------------------------------------------------------------
 # The factorised proposal q(s) ∝ Π_i exp(a_i s_i + b_i s_i²) over the value set
 # ---------------------------------------------------------------------------------------
+
+
+_BLOCK = 32  # rows longer than 4 blocks are drawn in two levels (a block, then within it)
+
+
+def sample_logits_scored(key, logits) -> tuple[jax.Array, jax.Array]:
+    """``(index, log-probability of index)``: an index drawn from softmax(``logits``) along
+    the last axis by inverse CDF, scored from the same normaliser (see :func:`sample_logits`).
+
+    One exp per entry serves the draw and the score. Long rows (GWG's d·k moves) are
+    drawn in two levels: a block of ``_BLOCK`` entries by the cumulative block sums, then
+    the entry within it; a cumulative sum over the whole row costs far more on a CPU.
+    """
+    logits = jnp.asarray(logits)
+    n = logits.shape[-1]
+    top = jnp.max(logits, axis=-1, keepdims=True)
+    top = jnp.where(jnp.isfinite(top), top, 0.0)
+    weights = jnp.exp(logits - top)
+    if n <= 4 * _BLOCK:
+        cdf = jnp.cumsum(weights, axis=-1)
+        total = cdf[..., -1:]
+        u = (1.0 - uniform(key, logits.shape[:-1] + (1,), cdf.dtype)) * total  # in (0, total]
+        index = jnp.minimum(jnp.sum(cdf < u, axis=-1), n - 1).astype(jnp.int32)
+    else:
+        num_blocks = -(-n // _BLOCK)
+        padding = [(0, 0)] * (logits.ndim - 1) + [(0, num_blocks * _BLOCK - n)]
+        blocks = jnp.pad(weights, padding).reshape(logits.shape[:-1] + (num_blocks, _BLOCK))
+        block_cdf = jnp.cumsum(jnp.sum(blocks, axis=-1), axis=-1)
+        total = block_cdf[..., -1:]
+        u = (1.0 - uniform(key, logits.shape[:-1] + (1,), block_cdf.dtype)) * total  # in (0, total]
+        block = jnp.minimum(jnp.sum(block_cdf < u, axis=-1), num_blocks - 1)
+        below = jnp.take_along_axis(block_cdf, block[..., None], axis=-1) - jnp.take_along_axis(
+            jnp.sum(blocks, axis=-1), block[..., None], axis=-1
+        )
+        cdf = jnp.cumsum(jnp.take_along_axis(blocks, block[..., None, None], axis=-2)[..., 0, :], axis=-1)
+        # Rounding may put u − below just outside (0, block sum]: clip, so that only an
+        # entry of positive weight can be chosen.
+        within = jnp.clip(u - below, jnp.finfo(cdf.dtype).tiny, cdf[..., -1:])
+        index = (block * _BLOCK + jnp.minimum(jnp.sum(cdf < within, axis=-1), _BLOCK - 1)).astype(jnp.int32)
+    chosen = jnp.take_along_axis(logits, index[..., None], axis=-1)
+    return index, (chosen - top - jnp.log(total))[..., 0]
 
 
 def sample_logits(key, logits) -> jax.Array:
@@ -252,11 +356,7 @@ def sample_logits(key, logits) -> jax.Array:
     so logits of any size work; −inf logits are never drawn; a row with a NaN logit
     gives an arbitrary index (its proposal is scored NaN and rejected by the MH test).
     """
-    logits = jnp.asarray(logits)
-    probs = jnp.exp(logits - jax.nn.logsumexp(logits, axis=-1, keepdims=True))
-    cdf = jnp.cumsum(probs, axis=-1)
-    u = (1.0 - jax.random.uniform(key, logits.shape[:-1] + (1,), cdf.dtype)) * cdf[..., -1:]  # in (0, total]
-    return jnp.minimum(jnp.sum(cdf < u, axis=-1), logits.shape[-1] - 1).astype(jnp.int32)
+    return sample_logits_scored(key, logits)[0]
 
 
 def factorised_logits(a, b, space: DiscreteSpace) -> jax.Array:
@@ -278,18 +378,67 @@ def factorised_logits(a, b, space: DiscreteSpace) -> jax.Array:
     return a[..., None] * v + b * v * v
 
 
-def factorised_proposal(key, a, b, space: DiscreteSpace) -> jax.Array:
-    """Draw a position from ``q(s) ∝ Π_i exp(a_i s_i + b_i s_i²)`` (see :func:`factorised_logits`).
+def _logit_gap(a, b, space: DiscreteSpace) -> jax.Array:
+    """δ_i = log q(s_i = v₁) − log q(s_i = v₀) = a_i (v₁ − v₀) + b_i (v₁² − v₀²), so that
+    q(s_i = v₁) = σ(δ_i): no stacking over k and no log-sum-exp."""
+    v0, v1 = (float(v) for v in space.values)
+    a = jnp.asarray(a)
+    gap = a * (v1 - v0)
+    if b is not None and v1 * v1 != v0 * v0:
+        gap = gap + jnp.asarray(b, a.dtype) * (v1 * v1 - v0 * v0)
+    return gap
 
-    Each coordinate is drawn by :func:`sample_logits` from its normalised (log-sum-exp)
-    probabilities, stable for logits of any size (step sizes from 1e-2 to 1e3).
+
+def _log_sigmoid(y, e) -> jax.Array:
+    """log σ(y) given e = exp(−|y|) (shared with the draw): min(y, 0) − log1p(e)."""
+    return jnp.minimum(y, 0.0) - jnp.log1p(e)
+
+
+def factorised_sample(key, a, b, space: DiscreteSpace) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(position, index, log q(position))``: one draw from ``q(s) ∝ Π_i exp(a_i s_i + b_i s_i²)``
+    (see :func:`factorised_logits`) with its normalised log-probability, so a sampler
+    scores its forward move without recomputing the logits.
+
+    Two-valued scalar spaces draw each coordinate as v₁ with probability σ(δ_i) by
+    comparing one uniform, and score it by log σ(±δ_i), sharing one exp(−|δ_i|); other
+    spaces draw by inverse CDF from the log-sum-exp-normalised logits. Both are stable
+    for logits of any size (step sizes from 1e-2 to 1e3).
     """
-    return space.from_index(sample_logits(key, factorised_logits(a, b, space)))
+    if space.is_two_valued:
+        gap = _logit_gap(a, b, space)
+        e = jnp.exp(-jnp.abs(gap))
+        u = uniform(key, gap.shape, gap.dtype)
+        upper = u * (1.0 + e) < jnp.where(gap >= 0, 1.0, e)  # u < σ(δ)
+        v0, v1 = (float(v) for v in space.values)
+        position = jnp.where(upper, v1, v0).astype(jnp.result_type(float))  # no gather
+        logq = jnp.sum(_log_sigmoid(jnp.where(upper, gap, -gap), e))
+        return position, upper.astype(jnp.int32), logq
+    index, logq = sample_logits_scored(key, factorised_logits(a, b, space))
+    return space.from_index(index), index, jnp.sum(logq)
+
+
+def factorised_proposal(key, a, b, space: DiscreteSpace) -> jax.Array:
+    """Draw a position from ``q(s) ∝ Π_i exp(a_i s_i + b_i s_i²)`` (:func:`factorised_sample`)."""
+    return factorised_sample(key, a, b, space)[0]
 
 
 def factorised_logprob(s, a, b, space: DiscreteSpace) -> jax.Array:
-    """``log q(s)`` of the normalised factorised proposal (per-coordinate log-sum-exp)."""
+    """``log q(s)`` of the normalised factorised proposal at a position ``s`` of the space.
+
+    The unnormalised term is evaluated at ``s`` itself (a_i s_i + b_i s_i², or the
+    one-hot row's logit), so no search for the index of ``s`` is needed; two-valued
+    scalar spaces use log σ(±δ_i), the others a per-coordinate log-sum-exp.
+    """
+    s = jnp.asarray(s)
+    if space.is_two_valued:
+        gap = _logit_gap(a, b, space)
+        y = jnp.where(space.to_index(s) == 1, gap, -gap)
+        return jnp.sum(_log_sigmoid(y, jnp.exp(-jnp.abs(y))))
     logits = factorised_logits(a, b, space)
-    index = space.to_index(s)
-    chosen = jnp.take_along_axis(logits, index[..., None], axis=-1)[..., 0]
+    if isinstance(space, Categorical):
+        chosen = jnp.sum(jnp.where(s > 0.5, logits, 0.0), axis=-1)
+    else:  # the same arithmetic as factorised_logits, so the chosen logit is bit-identical
+        a = jnp.asarray(a)
+        b = jnp.zeros((), a.dtype) if b is None else jnp.asarray(b, a.dtype)
+        chosen = a * s + b * s * s
     return jnp.sum(chosen - jax.nn.logsumexp(logits, axis=-1))

@@ -46,7 +46,12 @@ DEFAULTS = dict(num_fit=1000, refit_interval=100, adapt_rate=0.25, decay=0.99)
 
 
 class Preconditioner(NamedTuple):
-    """M (n×n, acting on the flattened position), R = M_ε^{1/2} (symmetric) and d_ε."""
+    """M (n×n, acting on the flattened position), a square root R of M_ε and d_ε.
+
+    R is any matrix with RᵀR = M_ε: the kernel draws its auxiliary noise as ``n @ R`` = Rᵀn
+    (covariance RᵀR). :func:`make_preconditioner` gives the symmetric root; a Cholesky
+    factor M_ε = L Lᵀ is stored as R = Lᵀ (:func:`gradmc.learn.pcd.cholesky_preconditioner`).
+    """
 
     matrix: jax.Array
     root: jax.Array

@@ -1,55 +1,58 @@
 """Auxiliary-variable gradient sampler, AVG (Rhodes & Gutmann 2022, eq. 13, Algorithm B.2),
 and the auxiliary-variable step it shares with PAVG and block Gibbs.
 
-The joint π(s, z) = exp(f(s)) N(z; R s, I) with R = M_ε^{1/2} symmetric, M_ε = M + d_ε I
-(eqs 38–39), is sampled block-wise: z ~ N(R s_t, I), then s from the factorised
-proposal of eq. 40, q(s | z, s_t) ∝ Π_i exp([∇f(s_t) − M s_t + R z]_i s_i − (d_ε/2) s_i²),
-accepted by the MH ratio of eq. 28. AVG is the case M = 0, R = √(2/ε) I, d_ε = 2/ε
-(eq. 13); PAVG passes a general M and its root.
+The joint π(s, z) = exp(f(s)) N(z; R s, I) with RᵀR = M_ε = M + d_ε I (eqs 38–39; R the
+symmetric root, or any other), is sampled block-wise: z ~ N(R s_t, I), then s from the
+factorised proposal of eq. 40, q(s | z, s_t) ∝ Π_i exp([∇f(s_t) − M s_t + Rᵀz]_i s_i −
+(d_ε/2) s_i²), accepted by the MH ratio of eq. 28. AVG is the case M = 0, R = √(2/ε) I,
+d_ε = 2/ε (eq. 13); PAVG passes a general M and its root.
 
-Writing z = R s_t + n, n ~ N(0, I), and Δ = s' − s_t, every term needs only R n and M Δ
-(R² = M_ε): the forward coefficient is ∇f(s_t) + d_ε s_t + R n, the reverse one
-∇f(s') − M Δ + d_ε s_t + R n, and log N(z; R s', I) − log N(z; R s_t, I) =
-(R n)ᵀΔ − ½ Δᵀ M Δ − ½ d_ε ΔᵀΔ — two mat-vecs per step instead of five.
+Writing z = R s_t + n, n ~ N(0, I), and Δ = s' − s_t, every term needs only Rᵀn and M Δ
+(RᵀR = M_ε): the forward coefficient is ∇f(s_t) + d_ε s_t + Rᵀn, the reverse one
+∇f(s') − M Δ + d_ε s_t + Rᵀn, and log N(z; R s', I) − log N(z; R s_t, I) =
+(Rᵀn)ᵀΔ − ½ Δᵀ M Δ − ½ d_ε ΔᵀΔ — two mat-vecs per step instead of five.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-import jax
 import jax.numpy as jnp
 
 from gradmc.base import SamplingAlgorithm, Target
 from gradmc.discrete import proposal_mh
 from gradmc.discrete.proposal_mh import DiscreteInfo, DiscreteState, check_positive_param, check_space
 from gradmc.registry import register_sampler
-from gradmc.spaces import DiscreteSpace
+from gradmc.spaces import DiscreteSpace, normal
 
 __all__ = ["DiscreteState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api", "auxiliary_proposal", "auxiliary_step"]
 
 init = proposal_mh.init
 
 
-def auxiliary_proposal(apply_M: Callable, apply_root: Callable, d_eps):
+def auxiliary_proposal(apply_M: Callable | None, apply_root: Callable, d_eps):
     """``(forward, reverse)`` of eqs 38–40 for :func:`~gradmc.discrete.proposal_mh.factorised_mh_step`.
 
-    ``apply_M(x)`` and ``apply_root(x)`` map a position-shaped array to M x and R x;
+    ``apply_M(x)`` and ``apply_root(x)`` map a position-shaped array to M x and Rᵀx, for
+    a root with RᵀR = M_ε (R x when R is symmetric; z = R s_t + n then has the joint of
+    eq. 38) (``apply_M=None``: M = 0, AVG, whose terms in M Δ are then skipped);
     ``d_eps`` is the diagonal shift of eq. 39. The auxiliary variable carried from
-    forward to reverse is (d_ε s_t + R n, R n).
+    forward to reverse is (d_ε s_t + Rᵀn, Rᵀn).
     """
 
     def forward(key, state):
-        root_noise = apply_root(jax.random.normal(key, state.position.shape, state.position.dtype))
+        root_noise = apply_root(normal(key, state.position.shape, state.position.dtype))
         shift = d_eps * state.position + root_noise
         return state.grad + shift, -0.5 * d_eps, (shift, root_noise)
 
     def reverse(state, proposed, aux):
         shift, root_noise = aux
         delta = proposed.position - state.position
+        log_aux_ratio = jnp.sum((root_noise - 0.5 * d_eps * delta) * delta)
+        if apply_M is None:
+            return proposed.grad + shift, -0.5 * d_eps, log_aux_ratio
         m_delta = apply_M(delta)
-        log_aux_ratio = jnp.sum(root_noise * delta) - 0.5 * jnp.sum(delta * m_delta) - 0.5 * d_eps * jnp.sum(delta * delta)
-        return proposed.grad - m_delta + shift, -0.5 * d_eps, log_aux_ratio
+        return proposed.grad - m_delta + shift, -0.5 * d_eps, log_aux_ratio - 0.5 * jnp.sum(delta * m_delta)
 
     return forward, reverse
 
@@ -66,7 +69,7 @@ def build_kernel():
     def kernel(rng_key, state: DiscreteState, logdensity_fn: Callable, space: DiscreteSpace, step_size):
         scale = jnp.sqrt(2.0 / step_size)
         return auxiliary_step(
-            rng_key, state, logdensity_fn, space, jnp.zeros_like, lambda x: scale * x, 2.0 / step_size
+            rng_key, state, logdensity_fn, space, None, lambda x: scale * x, 2.0 / step_size
         )
 
     return kernel

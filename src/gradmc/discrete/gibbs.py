@@ -59,7 +59,7 @@ def build_kernel(scan: str = "random"):
         bad = jnp.isnan(logits) | (logits == jnp.inf)
         logits = jnp.where(bad, -jnp.inf, logits)
         any_valid = jnp.any(jnp.isfinite(logits))
-        current = space.to_index(state.position)[site]
+        current = space.to_index(state.position[site])
         value = jnp.where(any_valid, sample_logits(key_value, logits), current)
         new = GibbsState(
             candidates[value],

@@ -23,7 +23,8 @@ init = proposal_mh.init
 
 def coefficients(state: DiscreteState, step_size):
     """(a, b) of eq. 8: q(s | s_t) ∝ Π_i exp([½∇f(s_t)_i + s_{t,i}/ε] s_i − s_i²/(2ε))."""
-    return 0.5 * state.grad + state.position / step_size, -0.5 / step_size
+    inverse = 1.0 / step_size
+    return 0.5 * state.grad + inverse * state.position, -0.5 * inverse
 
 
 def build_kernel():

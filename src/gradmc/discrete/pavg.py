@@ -33,10 +33,15 @@ init = proposal_mh.init
 
 
 def matrix_maps(precond: Preconditioner):
-    """``(apply_M, apply_root)`` on position-shaped arrays (flattened for the mat-vec)."""
+    """``(apply_M, apply_root)`` on position-shaped arrays (flattened for the mat-vec).
+
+    Applied as row-vector products ``x @ A`` = Aᵀx, which keeps the chains' batch axis
+    first when vmapped (no transpose of the result): M is symmetric, and the root R is
+    any matrix with RᵀR = M_ε (see :class:`~gradmc.adapt.preconditioner.Preconditioner`),
+    so the noise ``n @ R`` has covariance M_ε."""
 
     def apply(matrix):
-        return lambda x: (matrix @ x.reshape(-1)).reshape(x.shape)
+        return lambda x: (x.reshape(-1) @ matrix).reshape(x.shape)
 
     return apply(precond.matrix), apply(precond.root)
 

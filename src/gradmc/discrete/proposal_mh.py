@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.base import Sampler, mh_accept, step_stats
-from gradmc.spaces import DiscreteSpace, factorised_logprob, factorised_proposal
+from gradmc.spaces import DiscreteSpace, factorised_logprob, factorised_sample
 
 __all__ = [
     "DiscreteState",
@@ -89,17 +89,16 @@ def factorised_mh_step(
     ``forward(key, state) -> (a, b, aux)`` gives the forward proposal (and draws any
     auxiliary variable); ``reverse(state, proposed, aux) -> (a', b', log_aux_ratio)``
     gives the reverse proposal q(s | s', aux) and, for auxiliary-variable samplers, the
-    log ratio of the auxiliary densities in eqs 27–28 (0 otherwise).
+    log ratio of the auxiliary densities in eqs 27–28 (0 otherwise). The forward move is
+    scored by the draw itself (:func:`~gradmc.spaces.factorised_sample`), the reverse one
+    at the current position (:func:`~gradmc.spaces.factorised_logprob`, no index search).
     """
     key_fwd, key_prop, key_mh = jax.random.split(rng_key, 3)
     a, b, aux = forward(key_fwd, state)
-    proposed = init(factorised_proposal(key_prop, a, b, space), logdensity_fn)
+    position, _, log_forward = factorised_sample(key_prop, a, b, space)
+    proposed = init(position, logdensity_fn)
     a_rev, b_rev, log_aux_ratio = reverse(state, proposed, aux)
-    log_correction = (
-        factorised_logprob(state.position, a_rev, b_rev, space)
-        - factorised_logprob(proposed.position, a, b, space)
-        + log_aux_ratio
-    )
+    log_correction = factorised_logprob(state.position, a_rev, b_rev, space) - log_forward + log_aux_ratio
     return metropolis(key_mh, state, proposed, log_correction)
 
 

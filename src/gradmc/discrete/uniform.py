@@ -35,9 +35,9 @@ def init(position, logdensity_fn: Callable) -> UniformState:
 
 
 def _box(index, radius, k):
+    """``(low, size)`` of the clipped boxes {c_i − r, …, c_i + r} of each coordinate."""
     low = jnp.maximum(index - radius, 0)
-    high = jnp.minimum(index + radius, k - 1)
-    return low, high, jnp.sum(jnp.log((high - low + 1).astype(jnp.float32)))
+    return low, jnp.minimum(index + radius, k - 1) - low + 1
 
 
 def build_kernel():
@@ -47,11 +47,15 @@ def build_kernel():
         key_prop, key_mh = jax.random.split(rng_key)
         k = space.num_values
         index = space.to_index(state.position)
-        low, high, log_size = _box(index, radius, k)
-        new_index = jax.random.randint(key_prop, index.shape, low, high + 1)
+        low, size = _box(index, radius, k)
+        # One 32-bit word per coordinate, reduced modulo the box size (relative bias below
+        # size / 2^32; jax.random.randint draws two words per value).
+        offset = jax.random.bits(key_prop, index.shape, jnp.uint32) % size.astype(jnp.uint32)
+        new_index = low + offset.astype(jnp.int32)
         proposed = init(space.from_index(new_index), logdensity_fn)
-        _, _, log_size_rev = _box(new_index, radius, k)
-        return proposal_mh.metropolis(key_mh, state, proposed, log_size - log_size_rev)
+        _, size_rev = _box(new_index, radius, k)
+        log_correction = jnp.sum(jnp.log(size.astype(jnp.float32) / size_rev.astype(jnp.float32)))
+        return proposal_mh.metropolis(key_mh, state, proposed, log_correction)
 
     return kernel
 

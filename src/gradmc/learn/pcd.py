@@ -140,15 +140,18 @@ def cholesky_preconditioner(M, step_size):
     """PAVG's preconditioner for an M that changes every update (e.g. the current model's
     Hessian), without an eigendecomposition (slow on CPU, and needed at every update):
     d_ε = max(0, −λ_min) + 2/ε (eq. 39) with λ_min from :func:`smallest_eigenvalue_bound`,
-    and the root is the Cholesky factor L of M_ε = M + d_ε I. The kernel only needs noise
-    R n with covariance M_ε (eqs 38–40), which L n has, so any d_ε ≥ −λ_min is exact.
+    and the root is built from the Cholesky factor L of M_ε = M + d_ε I. The kernel only needs
+    noise with covariance M_ε (eqs 38–40), so any d_ε ≥ −λ_min is exact — but it applies the
+    root as a row-vector product ``n @ root`` (= root n only for a symmetric root), so the
+    root stored is Lᵀ: ``n @ Lᵀ = L n`` has covariance L Lᵀ = M_ε (storing L itself would
+    give Lᵀ n, covariance LᵀL ≠ M_ε: a biased sampler).
     """
     from gradmc.adapt.preconditioner import Preconditioner
 
     M = 0.5 * (M + M.T)
     d_eps = jnp.maximum(0.0, -smallest_eigenvalue_bound(M)) + 2.0 / step_size
     root = jnp.linalg.cholesky(M + d_eps * jnp.eye(M.shape[0], dtype=M.dtype))
-    return Preconditioner(M.astype(jnp.float32), root.astype(jnp.float32), jnp.asarray(d_eps, jnp.float32))
+    return Preconditioner(M.astype(jnp.float32), root.T.astype(jnp.float32), jnp.asarray(d_eps, jnp.float32))
 
 
 class PCDState(NamedTuple):
