@@ -65,7 +65,7 @@ def main(updates: int = 300, K: int = 10, batch: int = 50, buffer: int = 5000, r
     floor_fn = jax.jit(floor)
     runners = {}
     for name in ("ncg", "gibbs"):
-        learner = ising_learner(pcd.kernel(name), d, K, batch_size=batch, buffer_size=buffer)
+        learner = ising_learner(pcd.kernel(name), d, K, batch_size=batch, buffer_size=buffer, coding="spin")
         step = jax.jit(learner.update, donate_argnums=0)  # as gradmc.learn.pcd.fit does
         kernel_fn = jax.jit(lambda key, learner=learner: _kernel_only(learner, G, states, key))
         runners[name] = (step, [learner.init(jax.random.key(1), G)], kernel_fn)

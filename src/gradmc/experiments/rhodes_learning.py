@@ -16,6 +16,14 @@ Readings stated in the reports: the Ising data come from independent block-Gibbs
 correlation of the 10×10 torus (transfer matrix) and, in the tests, against enumeration
 of a 4×4 torus; Gibbs in PCD is random-scan single-site (one coordinate per step, as
 Grathwohl et al.'s per-dimension sampler), since persistent chains restart their scan.
+
+Coordinates and metric of Table 1, as the authors' code has them: the learner samples
+x ∈ {0, 1}^100 and the model maps x to spins, f(x) = (2x − 1)ᵀJ(2x − 1), so the paper's
+step sizes (Table 4) and PAVG's data covariance are {0, 1} quantities (on spins the same
+NCG/AVG proposal needs ε × 4). The code writes ‖J − J*‖²_F (``sq_err``) and an RMSE; the
+published numbers match the squared norm: the l1-regularised maximum-likelihood estimate on
+10,000 samples (:func:`l1_mle`) already has ‖J − J*‖_F ≈ 0.35, i.e. ‖·‖²_F ≈ 0.12 (published
+floor 0.117), so a Frobenius error of 0.117 is out of reach for that estimator.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from gradmc.discrete import block_gibbs
 from gradmc.learn import pcd
 from gradmc.registry import register_experiment
 from gradmc.report import format_table
-from gradmc.spaces import Spin
+from gradmc.spaces import Binary, Spin
 from gradmc.targets.lattice import periodic_adjacency
 
 __all__ = [
@@ -43,11 +51,14 @@ __all__ = [
     "EBM_K_GRIDS",
     "symmetric",
     "ising_logdensity",
-    "ising_logdensity_half",
+    "ising_logdensity_binary",
+    "CODINGS",
     "ising_samples",
     "exact_bond_correlation",
     "ising_data",
     "l1_penalty",
+    "l1_mle",
+    "errors",
     "ising_kernel",
     "ising_learner",
     "learn_ising",
@@ -92,8 +103,9 @@ K_GRIDS = {
     "Gibbs": [2, 10, 20, 30, 40],
 }
 AVG_K = K_GRIDS["AVG"]
-# The paper's ε; block Gibbs (model-specific PAVG) is exact for any ε, which only adds 2/ε
-# to the shift d_ε and makes it stickier: we use ε = 10 (Martens & Sutskever's minimal shift + 0.2).
+# The paper's ε, in the {0, 1} coordinates of the authors' code (see CODINGS); block Gibbs
+# (model-specific PAVG) is exact for any ε, which only adds 2/ε to the shift d_ε and makes
+# it stickier: we use ε = 10 (Martens & Sutskever's minimal shift + 0.2).
 STEP_SIZES = {"NCG": 0.5, "AVG": 0.2, "PAVG model-agnostic": 0.2, "PAVG model-specific": 10.0}
 
 
@@ -119,13 +131,27 @@ def symmetric(G):
 
 
 def ising_logdensity(G, s):
-    """f(s; J) = sᵀJs with J = (G + Gᵀ)/2, b = 0 fixed (App. M, as coded: no ½)."""
+    """f(s; J) = sᵀJs on spins s ∈ {−1, 1}^d, J = (G + Gᵀ)/2, b = 0 fixed (App. M, as coded: no ½)."""
     return s @ symmetric(G) @ s
 
 
-def ising_logdensity_half(G, s):
-    """f(s; J) = ½sᵀJs (eq. 23's reading): the same lattice at half the coupling."""
-    return 0.5 * s @ symmetric(G) @ s
+def ising_logdensity_binary(G, x):
+    """The same model on x ∈ {0, 1}^d, f(x; J) = (2x − 1)ᵀJ(2x − 1): the authors' code, whose
+    samplers move x (so the paper's ε and PAVG's data covariance are {0, 1} quantities)."""
+    s = 2.0 * x - 1.0
+    return s @ symmetric(G) @ s
+
+
+# coding -> (space, f(G, state), c with ∇²f = c·J): {0, 1} as the authors coded it, or spins.
+CODINGS = {"binary": (Binary, ising_logdensity_binary, 8.0), "spin": (Spin, ising_logdensity, 2.0)}
+
+
+def errors(J, J_star) -> dict:
+    """‖J − J*‖_F, its square (the authors' ``sq_err``, what Table 1 reports) and the RMSE
+    over all d² entries (their ``rmse``); leading axes of ``J`` are kept."""
+    E = jnp.asarray(J) - jnp.asarray(J_star, jnp.float32)
+    sq = jnp.sum(E**2, axis=(-2, -1))
+    return {"frobenius": jnp.sqrt(sq), "sq_frobenius": sq, "rmse": jnp.sqrt(sq / (E.shape[-1] * E.shape[-2]))}
 
 
 def ising_samples(J, n: int, key, *, num_steps: int, record_every: int = 0, step_size: float = 1e3):
@@ -199,8 +225,9 @@ def l1_penalty(weight: float):
     return lambda G: weight * jnp.sum(jnp.abs(symmetric(G)))
 
 
-def ising_kernel(method: str, data, step_scale: float = 1.0, half: bool = False) -> pcd.Kernel:
-    """The PCD kernel of a Table 1 method (paper step sizes × ``step_scale``)."""
+def ising_kernel(method: str, data, step_scale: float = 1.0) -> pcd.Kernel:
+    """The PCD kernel of a Table 1 method in the {0, 1} coding (paper step sizes × ``step_scale``;
+    ``data`` in {0, 1}, for the model-agnostic preconditioner)."""
     eps = STEP_SIZES.get(method, 1.0) * step_scale
     if method == "NCG":
         return pcd.kernel("ncg", step_size=eps)
@@ -208,8 +235,8 @@ def ising_kernel(method: str, data, step_scale: float = 1.0, half: bool = False)
         return pcd.kernel("avg", step_size=eps)
     if method == "PAVG model-agnostic":
         return pcd.kernel("pavg", step_size=eps, M=from_data(data, "covariance"))
-    if method == "PAVG model-specific":  # block Gibbs with the Hessian J + Jᵀ of the current model
-        return pcd.kernel("block-gibbs", step_size=eps, M=lambda G: (1.0 if half else 2.0) * symmetric(G))
+    if method == "PAVG model-specific":  # block Gibbs with the current model's Hessian ∇²f = 8J (x ∈ {0, 1})
+        return pcd.kernel("block-gibbs", step_size=eps, M=lambda G: CODINGS["binary"][2] * symmetric(G))
     if method == "GWG":
         return pcd.kernel("gwg")
     if method == "Gibbs":
@@ -217,11 +244,15 @@ def ising_kernel(method: str, data, step_scale: float = 1.0, half: bool = False)
     raise ValueError(f"unknown method {method!r}; valid: {sorted(K_GRIDS)}")
 
 
-def ising_learner(kernel: pcd.Kernel, d: int, num_steps: int, *, batch_size=50, buffer_size=5000, l1=0.01, lr=3e-4, half=False) -> pcd.PCD:
-    """App. M's learner: Adam(lr 3e-4, eps 1e-7), L1 penalty 0.01, batch 50, buffer 5000."""
+def ising_learner(kernel: pcd.Kernel, d: int, num_steps: int, *, batch_size=50, buffer_size=5000, l1=0.01, lr=3e-4, coding="binary") -> pcd.PCD:
+    """App. M's learner: Adam(lr 3e-4, eps 1e-7), L1 penalty 0.01, batch 50, buffer 5000;
+    ``coding`` "binary" (the authors' code) or "spin" (see :data:`CODINGS`)."""
+    if coding not in CODINGS:
+        raise ValueError(f"coding must be one of {sorted(CODINGS)}, got {coding!r}")
+    space, logdensity, _ = CODINGS[coding]
     return pcd.PCD(
-        ising_logdensity_half if half else ising_logdensity,
-        Spin(d),
+        logdensity,
+        space(d),
         kernel,
         num_steps,
         batch_size=batch_size,
@@ -231,36 +262,75 @@ def ising_learner(kernel: pcd.Kernel, d: int, num_steps: int, *, batch_size=50, 
     )
 
 
-def learn_ising(method: str, K: int, data, J_star, *, seeds: int, num_updates: int, seed: int, progress: bool, step_scale=1.0, every=None, half=False):
-    """‖J − J*‖_F after PCD for ``seeds`` independent runs (one vmapped, jitted update),
-    each with its own G ~ 0.01·N(0, 1) start, buffer and minibatches; returns (errors, history)."""
+def learn_ising(method: str, K: int, data, J_star, *, seeds: int, num_updates: int, seed: int, progress: bool, step_scale=1.0, every=None, lr=3e-4):
+    """PCD in the {0, 1} coding for ``seeds`` independent runs (one vmapped, jitted update),
+    each with its own G ~ 0.01·N(0, 1) start, buffer and minibatches, on spin ``data``;
+    returns (final :func:`errors` per seed, the fit result whose history has them every ``every``)."""
     d = J_star.shape[0]
-    learner = ising_learner(ising_kernel(method, data, step_scale, half), d, K, half=half)
+    binary = (np.asarray(data) + 1.0) / 2.0
+    learner = ising_learner(ising_kernel(method, binary, step_scale), d, K, lr=lr)
     key_params, key_run = jax.random.split(jax.random.key(seed))
     G0 = 0.01 * jax.random.normal(key_params, (seeds, d, d))
-    target = jnp.asarray(J_star, jnp.float32)
 
-    def error(n, state):
-        return {"error": np.asarray(jnp.linalg.norm(symmetric(state.params) - target, axis=(-2, -1)))}
+    def callback(n, state):
+        return {k: np.asarray(v) for k, v in errors(symmetric(state.params), J_star).items()}
 
     res = pcd.fit(
-        learner, G0, data, key=key_run, num_updates=num_updates, num_runs=seeds, callback=error,
+        learner, G0, binary, key=key_run, num_updates=num_updates, num_runs=seeds, callback=callback,
         every=every or num_updates, progress=progress, desc=f"{method} K={K}",
     )
-    return res.history[-1]["error"], res
+    return {k: res.history[-1][k] for k in ("frobenius", "sq_frobenius", "rmse")}, res
+
+
+def l1_mle(data, l1: float = 0.01, *, num_iterations: int = 4000, num_chains: int = 2000, step: float = 0.01, seed: int = 0):
+    """The l1-regularised maximum-likelihood estimate argmin_J −mean_data f(x; J) + log Z(J) +
+    l1·Σ_{i≠j}|J_ij| of the spin model f = sᵀJs (zero diagonal): the statistical floor of
+    Table 1's estimator for this data set, free of PCD's optimiser noise and budget.
+
+    Proximal gradient on the symmetric off-diagonal J: the gradient 2(E_J[ssᵀ] − mean_data ssᵀ)
+    uses the exact data moments and model moments from ``num_chains`` persistent chains of
+    exact block Gibbs (two steps per iteration, started at data points); soft-thresholding at
+    2·step·l1; the returned J averages the iterates of the second half. Returns J (numpy)."""
+    from gradmc.discrete import block_gibbs
+
+    data = jnp.asarray(data, jnp.float32)
+    n, d = data.shape
+    data_moments = data.T @ data / n
+    off = 1.0 - jnp.eye(d)
+    kernel, space = block_gibbs.build_kernel(), Spin(d)
+    half = num_iterations // 2
+
+    def iteration(carry, key):
+        J, chains, J_sum, t = carry
+        logdensity = lambda s: s @ J @ s  # noqa: E731
+        precond = pcd.cholesky_preconditioner(2.0 * J, 10.0)
+        states = jax.vmap(lambda s: block_gibbs.init(s, logdensity))(chains)
+        for k in jax.random.split(key, 2):
+            states = jax.vmap(lambda kk, c: kernel(kk, c, logdensity, space, precond)[0])(jax.random.split(k, chains.shape[0]), states)
+        model_moments = states.position.T @ states.position / chains.shape[0]
+        J = J - 2.0 * step * (model_moments - data_moments)
+        J = jnp.sign(J) * jnp.maximum(jnp.abs(J) - 2.0 * step * l1, 0.0) * off
+        return (J, states.position, J_sum + jnp.where(t >= half, J, 0.0), t + 1), None
+
+    start = data[jax.random.choice(jax.random.key(seed), n, (num_chains,), replace=num_chains > n)]
+    init = (jnp.zeros((d, d)), start, jnp.zeros((d, d)), 0)
+    (_, _, J_sum, _), _ = jax.jit(lambda key: jax.lax.scan(iteration, init, jax.random.split(key, num_iterations)))(jax.random.key(seed + 1))
+    return np.asarray(J_sum) / (num_iterations - half)
 
 
 def _ising_budget(full: bool) -> dict:
+    """The paper's per-run settings (2000 updates, 10,000 data) either way; the quick default
+    runs 2 seeds (paper 5) and a shorter MLE floor."""
     if full:
-        return dict(seeds=5, num_updates=2000, num_data=10_000, data_steps=2000)
-    return dict(seeds=5, num_updates=2000, num_data=10_000, data_steps=1000)
+        return dict(seeds=5, num_updates=2000, num_data=10_000, data_steps=2000, mle_iterations=4000, convergence_updates=8000)
+    return dict(seeds=2, num_updates=2000, num_data=10_000, data_steps=1000, mle_iterations=2000)
 
 
-def ising_data(side: int, strength: float, num_data: int, data_steps: int, seed: int, half: bool = False):
-    """The Table 1 data set and its convergence record (see :func:`ising_samples`);
-    ``half``: data from ½sᵀJ*s (eq. 23) instead of sᵀJ*s (as coded)."""
+def ising_data(side: int, strength: float, num_data: int, data_steps: int, seed: int):
+    """The Table 1 data set (spins, from sᵀJ*s as coded) and its convergence record (see
+    :func:`ising_samples`)."""
     J_star = strength * periodic_adjacency(side)
-    data, (steps, values) = ising_samples(0.5 * J_star if half else J_star, num_data, jax.random.key(seed), num_steps=data_steps, record_every=max(1, data_steps // 10))
+    data, (steps, values) = ising_samples(J_star, num_data, jax.random.key(seed), num_steps=data_steps, record_every=max(1, data_steps // 10))
     return J_star, data, steps, values
 
 
@@ -281,40 +351,83 @@ def _data_report(side, strength, data, steps, values) -> list[str]:
     ]
 
 
-def run_ising(*, out: Path, full: bool, seed: int, progress: bool, budget: dict | None = None, methods=None, half: bool = False) -> str:
-    """Table 1 (``half``: the ½sᵀJs reading of eq. 23 instead of the coded sᵀJs)."""
+def run_ising(*, out: Path, full: bool, seed: int, progress: bool, budget: dict | None = None, methods=None) -> str:
+    """Table 1: ‖J − J*‖²_F (the published quantity) and ‖J − J*‖_F per method and K, beside
+    the l1-regularised MLE's error on the same data (the floor for this data-set size)."""
     out.mkdir(parents=True, exist_ok=True)
     b = budget or _ising_budget(full)
-    J_star, data, steps, values = ising_data(10, 0.2, b["num_data"], b["data_steps"], seed, half)
+    t_start = time.perf_counter()
+    J_star, data, steps, values = ising_data(10, 0.2, b["num_data"], b["data_steps"], seed)
     lines = [
         "# Rhodes & Gutmann (2022) §5.3, Table 1: Ising lattice estimation by PCD",
         "",
-        f"10x10 periodic lattice, J* = 0.2·A, f(s) = sᵀJs (b = 0 fixed). PCD (Alg. L.6): Adam lr 3e-4 (eps 1e-7), "
-        f"L1 0.01·Σ|J_ij|, batch 50, buffer 5000 (uniform start), {b['num_updates']} updates, J = (G + Gᵀ)/2 with "
-        f"G ~ 0.01·N(0, 1); {b['seeds']} seeds (independent runs, vmapped). Step sizes NCG 0.5, AVG 0.2, PAVG 0.2 "
-        "(model-agnostic); model-specific = block Gibbs with M = the current model's Hessian, ε = 10 (exact for any ε; "
-        "the paper's 0.2 adds 2/ε = 10 to the auxiliary shift and barely moves). "
-        "Cells: ‖J − J*‖_F mean (sd) over seeds; `paper` = the published Table 1. Columns are AVG's K; "
-        "the budget-matched K of each method is in its row label.",
+        f"10x10 periodic lattice, J* = 0.2·A, b = 0 fixed. As the authors coded it, the samplers move x ∈ {{0, 1}}^100 "
+        "and f(x) = (2x − 1)ᵀJ(2x − 1), i.e. sᵀJs on spins (no ½); the paper's step sizes NCG 0.5, AVG 0.2, PAVG 0.2 "
+        "are {0, 1} quantities (on spins the same proposals need ε × 4) and the model-agnostic PAVG preconditioner is the "
+        "covariance of the {0, 1} data. Model-specific PAVG = block Gibbs with M = ∇²f = 8J of the current model, ε = 10 "
+        f"(exact for any ε). PCD (Alg. L.6): Adam lr 3e-4 (eps 1e-7), L1 0.01·Σ|J_ij|, batch 50, buffer 5000 (uniform "
+        f"start), {b['num_updates']} updates, J = (G + Gᵀ)/2 with G ~ 0.01·N(0, 1); {b['seeds']} seeds (paper 5; "
+        "independent runs, vmapped). Columns are AVG's K; the budget-matched K of each method is in its row label.",
         "",
     ]
-    if half:
-        lines += ["Reading: f(s) = ½sᵀJs (eq. 23), i.e. data from the lattice at coupling 0.1 per sᵀJs entry.", ""]
-    lines += _data_report(10, 0.1 if half else 0.2, data, steps, values)
-    rows, timing = [], []
+    lines += _data_report(10, 0.2, data, steps, values)
+    t0 = time.perf_counter()
+    floor = {k: float(v) for k, v in errors(l1_mle(data, 0.01, num_iterations=b["mle_iterations"], num_chains=1000, seed=seed), J_star).items()}
+    floor_unreg = {k: float(v) for k, v in errors(l1_mle(data, 0.0, num_iterations=b["mle_iterations"], num_chains=1000, seed=seed), J_star).items()}
+    lines += [
+        f"Floor for this data set ({len(data)} samples): the l1-regularised (0.01) MLE — proximal gradient with exact data "
+        f"moments and block-Gibbs model moments ({b['mle_iterations']} iterations, 1000 chains, iterates of the second half "
+        f"averaged) — has ‖J − J*‖²_F = {floor['sq_frobenius']:.3f} (‖·‖_F = {floor['frobenius']:.3f}); without the L1 "
+        f"term the MLE has ‖·‖²_F = {floor_unreg['sq_frobenius']:.3f} (‖·‖_F = {floor_unreg['frobenius']:.3f}). "
+        f"({time.perf_counter() - t0:.0f} s)",
+        "",
+        "Metric: the authors' code writes ‖J − J*‖²_F (`sq_err`) and an RMSE over the 10⁴ entries; the published cells "
+        "are the squared norm. Evidence: a failed run cannot have an RMSE of 5.5 (2000 Adam steps of 3e-4 move an entry "
+        "by ≤ ~0.6), and the published floor 0.117 is what the l1-MLE reaches squared; its Frobenius error here is "
+        f"{floor['frobenius']:.3f}, so a Frobenius error of 0.117 is out of reach for this estimator at this data-set size.",
+        "",
+    ]
+    tables = {"sq_frobenius": [], "frobenius": []}
+    timing = []
     for i, method in enumerate(methods or K_GRIDS):
         grid = K_GRIDS[method][: b.get("columns", 5)]
-        row = {"method": f"{method} (K={','.join(map(str, grid))})"}
+        label = f"{method} (K={','.join(map(str, grid))})"
+        rows = {k: {"method": label} for k in tables}
         paper = {"method": "  paper"}
         for j, K in enumerate(grid):
             t0 = time.perf_counter()
-            errors, _ = learn_ising(method, K, data, J_star, seeds=b["seeds"], num_updates=b["num_updates"], seed=seed + 1000 * i + j, progress=progress, half=half)
+            errs, _ = learn_ising(method, K, data, J_star, seeds=b["seeds"], num_updates=b["num_updates"], seed=seed + 1000 * i + j, progress=progress)
             timing.append(time.perf_counter() - t0)
             col = f"K={AVG_K[j]}"
-            row[col] = _cell(float(np.mean(errors)), float(np.std(errors, ddof=1)) if len(errors) > 1 else None)
+            for k in tables:
+                e = np.asarray(errs[k], np.float64)
+                rows[k][col] = _cell(float(e.mean()), float(e.std(ddof=1)) if len(e) > 1 else None)
             paper[col] = _cell(*PUBLISHED_TABLE1[method][j])
-        rows += [row, paper]
-    lines += ["```", format_table(rows), "```", "", f"Wall time: {sum(timing):.0f} s for {len(timing)} cells (compilation included)."]
+        tables["sq_frobenius"] += [rows["sq_frobenius"], paper]
+        tables["frobenius"].append(rows["frobenius"])
+    lines += [
+        "## ‖J − J*‖²_F, mean (sd) over seeds; `paper` = the published Table 1",
+        "", "```", format_table(tables["sq_frobenius"]), "```", "",
+        "## ‖J − J*‖_F, mean (sd) over seeds", "", "```", format_table(tables["frobenius"]), "```", "",
+    ]
+    if b.get("convergence_updates"):
+        method, K = "PAVG model-specific", K_GRIDS["PAVG model-specific"][0]
+        errs, res = learn_ising(method, K, data, J_star, seeds=b["seeds"], num_updates=b["convergence_updates"], seed=seed + 99,
+                                progress=progress, every=b["num_updates"])
+        trail = ", ".join(f"{h['update']}: {np.mean(h['sq_frobenius']):.3f}" for h in res.history)
+        lines += [
+            f"Convergence with an exact sampler ({method}, K = {K}, {b['seeds']} seeds): ‖J − J*‖²_F after n updates — {trail}.",
+            "",
+        ]
+    lines += [
+        "Reading the table: the published floor (≈ 0.12) is the l1-MLE's error above, i.e. converged PCD. With the stated "
+        f"settings (Adam 3e-4, batch 50) our PCD is still converging at {b['num_updates']} updates even with an exact sampler "
+        "(see the convergence line under `--full`), so the floor of our table is the optimiser's progress, not the sampler's. "
+        "A sampler that barely moves leaves the negatives near uniform, and Adam then raises every coupling by about lr per "
+        "update: our failed cells are far above the published failures (≈ 5), which the stated settings do not explain.",
+        "",
+        f"Wall time: {time.perf_counter() - t_start:.0f} s in all, {sum(timing):.0f} s for {len(timing)} PCD cells (compilation included).",
+    ]
     return "\n".join(lines)
 
 
@@ -335,17 +448,17 @@ def run_step_robustness(*, out: Path, full: bool, seed: int, progress: bool, bud
     b = budget or _ising_budget(full)
     J_star, data, steps, values = ising_data(10, 0.2, b["num_data"], b["data_steps"], seed)
     column = AVG_K.index(10)
-    gwg, _ = learn_ising("GWG", K_GRIDS["GWG"][column], data, J_star, seeds=b["seeds"], num_updates=b["num_updates"], seed=seed + 7, progress=progress)
+    gwg = learn_ising("GWG", K_GRIDS["GWG"][column], data, J_star, seeds=b["seeds"], num_updates=b["num_updates"], seed=seed + 7, progress=progress)[0]["sq_frobenius"]
     rows, curves = [], {}
     for i, method in enumerate(("NCG", "AVG", "PAVG model-agnostic")):
         K = K_GRIDS[method][column]
-        errors = {}
+        mean_error = {}
         for j, m in enumerate(multipliers):
-            e, _ = learn_ising(method, K, data, J_star, seeds=b["seeds"], num_updates=b["num_updates"], seed=seed + 100 * i + j, progress=progress, step_scale=m)
-            errors[m] = float(np.mean(e))
-        base = errors[1.0]
-        curves[method] = ({m: errors[m] / base for m in multipliers}, float(np.mean(gwg)) / base)
-        rows.append({"method": f"{method} (K={K}, ε={STEP_SIZES[method]})", **{f"x{m:g}": errors[m] / base for m in multipliers},
+            e = learn_ising(method, K, data, J_star, seeds=b["seeds"], num_updates=b["num_updates"], seed=seed + 100 * i + j, progress=progress, step_scale=m)[0]
+            mean_error[m] = float(np.mean(e["sq_frobenius"]))
+        base = mean_error[1.0]
+        curves[method] = ({m: mean_error[m] / base for m in multipliers}, float(np.mean(gwg)) / base)
+        rows.append({"method": f"{method} (K={K}, ε={STEP_SIZES[method]})", **{f"x{m:g}": mean_error[m] / base for m in multipliers},
                      "error at x1": base, "GWG / x1": float(np.mean(gwg)) / base})
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
@@ -364,7 +477,7 @@ def run_step_robustness(*, out: Path, full: bool, seed: int, progress: bool, bud
     return "\n".join([
         "# Rhodes & Gutmann (2022) App. H.1, Figure 7: step-size robustness of PCD on the Ising lattice",
         "",
-        f"Error ‖J − J*‖_F (mean over {b['seeds']} seeds, {b['num_updates']} updates) with the step size multiplied by "
+        f"Error ‖J − J*‖²_F (the Table 1 metric; mean over {b['seeds']} seeds, {b['num_updates']} updates) with the step size multiplied by "
         "the column factor, divided by the error at factor 1; settings as rhodes2022-ising. Paper: NCG and PAVG "
         "within ~15% of the original error for factors 0.3-10 and below GWG's error.",
         "",
