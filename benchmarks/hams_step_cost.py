@@ -6,10 +6,13 @@
     (``pavg``, two mat-vecs per step) and Zhou & Tan's variance form (``pavg-variance``, the
     PDHAMS kernel with ε = 0, φ = 0, β = 1). Goal <= 1.3x.
 (b) On a dense quadratic f(s) = bᵀs + ½ sᵀWs over {−2..2}^d, time per step divided by one
-    batched f+∇f evaluation (timed inside a ``lax.scan`` too), for d = 100..1000. Goal <= 1.5
-    at d = 1000. A PDHAMS step needs three d×d mat-vecs (L m, W Δ, L⁻¹(L u')) besides f+∇f,
-    whose own cost here is one mat-vec, so the ratio tends to ~4 once the O(d²) terms
-    dominate; the table shows from which d they do.
+    batched f+∇f evaluation (timed inside a ``lax.scan`` too), for d = 100..2000. Goal <= 1.5
+    at d = 1000. A PDHAMS step needs three d×d mat-vecs (L m, W Δ, L⁻¹(L u'); the fewest for
+    dense W and L, see ``hams.build_kernel``) besides f+∇f, whose own cost here is about two
+    (W s and its transpose in the gradient). The table times the three products alone
+    (``3 matvec``), their share of a V-PDHAMS step, and the floor (f+∇f + 3 mat-vecs) / f+∇f
+    that no kernel with three products beats; the last lines state the smallest d at which
+    the O(d²) work (the products, and the products with f+∇f) takes over half of the step.
 
 Kernels are timed directly (``jit(scan(vmap(kernel)))``, compilation excluded), the
 samplers of one comparison in turn, and each time is the minimum over repeats (the
@@ -73,6 +76,25 @@ def evaluation_loop(target, steps: int):
     return lambda key: run(s0)
 
 
+def matvec_loop(W, steps: int):
+    """jit(scan over ``steps`` of the kernel's three batched d×d products, L(W(L x))-shaped
+    with the target's own W, 100 chains): the O(d²) part of a step on its own."""
+    d = W.shape[0]
+    M = jnp.asarray(W, jnp.float32) / d
+    x0 = jax.random.normal(jax.random.key(0), (CHAINS, d))
+
+    @jax.jit
+    def run(x0):
+        def body(x, _):
+            y = jax.vmap(lambda v: M @ (M @ (M @ v)))(x)
+            return x + 1e-3 * y, ()
+
+        return jax.lax.scan(body, x0, None, length=steps)[0]
+
+    jax.block_until_ready(run(x0))
+    return lambda key: run(x0)
+
+
 def interleaved_times(loops: dict, steps: int, repeats: int) -> dict:
     """Seconds per step of each loop: the minimum over ``repeats`` runs taken in turn (the
     machine is shared; the minimum is the least disturbed run)."""
@@ -130,13 +152,29 @@ def part_b(dims, steps: int, repeats: int) -> list[dict]:
         target, W = dense_quadratic(d)
         steps = max(20, steps * 100 // d)  # the same work per run at every d
         loops = pdhams_loops(target, W, 0.5, steps)
-        loops = {"f+grad": evaluation_loop(target, steps), "pavg (R&G)": loops["pavg (R&G)"],
-                 "v-pdhams": loops["v-pdhams"], "o-pdhams": loops["o-pdhams"]}
+        loops = {"f+grad": evaluation_loop(target, steps), "3 matvec": matvec_loop(W, steps),
+                 "pavg (R&G)": loops["pavg (R&G)"], "v-pdhams": loops["v-pdhams"], "o-pdhams": loops["o-pdhams"]}
         times = interleaved_times(loops, steps, repeats)
         for name in ("pavg (R&G)", "v-pdhams", "o-pdhams"):
             rows.append({"d": d, "sampler": name, "us_per_step": 1e6 * times[name], "us_per_eval": 1e6 * times["f+grad"],
-                         "ratio": times[name] / times["f+grad"], "goal": "<= 1.5" if d == max(dims) else ""})
+                         "us_3_matvec": 1e6 * times["3 matvec"], "ratio": times[name] / times["f+grad"],
+                         "floor": (times["f+grad"] + times["3 matvec"]) / times["f+grad"],
+                         "matvec_share": times["3 matvec"] / times[name], "goal": "<= 1.5" if d == 1000 else ""})
     return rows
+
+
+def dominance_line(rows: list[dict]) -> str:
+    """The smallest measured d at which O(d²) work takes over half of a V-PDHAMS step: the
+    kernel's three d×d products alone, and with the dense target's own f+∇f (also O(d²))."""
+    rows = sorted((row for row in rows if row["sampler"] == "v-pdhams"), key=lambda row: row["d"])
+    lines = []
+    for what, share in (("its three d×d products", lambda r: r["us_3_matvec"] / r["us_per_step"]),
+                        ("those and f+∇f", lambda r: (r["us_3_matvec"] + r["us_per_eval"]) / r["us_per_step"])):
+        above = [r["d"] for r in rows if share(r) > 0.5]
+        where = f"from d ≈ {above[0]}" if above else f"at none of the measured d (up to {rows[-1]['d']})"
+        text = ", ".join(f"d={r['d']}: {100 * share(r):.0f}%" for r in rows)
+        lines.append(f"share of a V-PDHAMS step in {what}: {text}; over half {where}")
+    return "\n".join(lines)
 
 
 def main(argv=None):
@@ -147,8 +185,9 @@ def main(argv=None):
     print(f"devices: {jax.devices()}; {CHAINS} chains; {steps} steps; minimum of {repeats} interleaved runs\n")
     print(format_table(part_a(steps, repeats), title="(a) PDHAMS step time / PAVG step time"))
     print()
-    print(format_table(part_b((100, 250, 500, 1000), steps, repeats),
-                       title="(b) step time / one batched f+grad evaluation, dense quadratic"))
+    rows = part_b((100, 250, 500, 1000, 2000), steps, repeats)
+    print(format_table(rows, title="(b) step time / one batched f+grad evaluation, dense quadratic"))
+    print(dominance_line(rows))
 
 
 if __name__ == "__main__":

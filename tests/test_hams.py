@@ -30,7 +30,7 @@ from gradmc.adapt.preconditioner import make_preconditioner as rg_preconditioner
 from gradmc.base import Target
 from gradmc.diagnostics import exact_distribution
 from gradmc.discrete import hams, pavg
-from gradmc.spaces import Ordinal, sample_logits
+from gradmc.spaces import Ordinal, normal, sample_logits
 from gradmc.targets.hams_targets import discrete_gaussian
 from gradmc.testing import assert_tv_within_bound
 
@@ -285,7 +285,7 @@ def literal_dhams(beta):
     def step(key, state, delta, eps, phi):
         key_ref, key_prop, key_mh = jax.random.split(key, 3)
         s, u, f, g = state
-        zeta = jax.random.normal(key_ref, s.shape)
+        zeta = normal(key_ref, s.shape)  # the generator the kernel (and PAVG) draw ζ with
         u_minus = -(-eps * u + jnp.sqrt(1 - eps**2) * zeta)
         y = s - delta * u_minus
         x = jnp.asarray(VALUES, jnp.float32)

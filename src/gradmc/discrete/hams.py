@@ -23,14 +23,19 @@ Special cases of the one kernel (§7.9, §11):
 * **V-/O-DHAMS**: W = 0, D = δ⁻² I, L = δ⁻¹ I and φ_PDHAMS = φ_DHAMS / δ;
 * **PAVG** (variance form, §6.3): ε = 0, φ = 0, β = 1.
 
-The over-relaxation transition probability T_β (§2.2) and its sampling are computed in
-float64 inside the jitted kernel (``jax.enable_x64`` locally) even when the chain runs in
-float32. The module also has the symmetric lattice Metropolis of §4 (``lattice-metropolis``).
+The vanilla proposal and its score use the shared factorised-proposal routine
+(:func:`gradmc.spaces.factorised_sample`, ``factorised_logprob``) and ζ is drawn with
+:func:`gradmc.spaces.normal`, as PAVG draws them, so the §7.9 reductions hold with the same
+random numbers. The over-relaxation CDFs and transition probability T_β (§2.2) and its
+sampling are computed in float64 inside the jitted kernel (``jax.enable_x64`` locally) even
+when the chain runs in float32; the rest of the step stays in the chain's dtype. The module
+also has the symmetric lattice Metropolis of §4 (``lattice-metropolis``).
 Scalar-valued spaces only (Binary, Spin, Ordinal): W acts on the position vector.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Callable, NamedTuple
 
 import jax
@@ -42,7 +47,7 @@ from gradmc.base import Sampler, SamplingAlgorithm, Target, mh_accept, step_stat
 from gradmc.discrete import proposal_mh, uniform
 from gradmc.discrete.proposal_mh import check_radius, is_concrete
 from gradmc.registry import register_sampler
-from gradmc.spaces import Categorical, DiscreteSpace, factorised_logits, sample_logits
+from gradmc.spaces import Categorical, DiscreteSpace, factorised_logits, factorised_logprob, factorised_sample, normal
 
 __all__ = [
     "HamsState",
@@ -151,57 +156,47 @@ def dhams_preconditioner(delta, dim: int) -> Preconditioner:
 
 
 # -- discrete over-relaxation (§2), float64 -----------------------------------------------------
+#
+# The value axis comes first and is unrolled (K is small and static): the float64 CDF is one
+# (K, ...) array, and the cell bounds and counts are chains of selects and compares over its
+# K rows, elementwise over the coordinates (and chains), so they fuse into a few loops
+# instead of materialising a masked (..., K) float64 array per pick.
 
 
-def _cdf64(logits):
-    """Reference probabilities and CDF (F_K forced to 1), normalised and summed in float64.
+def _cumulative64(logits):
+    """W (K, ...) with W_k = Σ_{j≤k} w_j, w = exp(logits − max) over the last axis of the
+    logits (..., K): the unnormalised CDF, float64, value axis first.
 
     The exponentials are taken in the logits' dtype after the max-shift: a cell that
     underflows there (p < 1e-38 in float32) is far below what float64 CDF differences
-    resolve anyway (~1e-16 / β, spec §2.2), and sampling and T_β use the same (p, F), so the
-    kernel stays consistent; the float64 sums keep T_β accurate down to that resolution.
+    resolve anyway (~1e-16 / β, spec §2.2). Only the sums are float64; they keep T_β
+    accurate down to that resolution. F = W / W_K is formed only for picked cells.
     """
-    weights = jnp.exp(logits - jnp.max(logits, axis=-1, keepdims=True)).astype(jnp.float64)
-    p = weights / jnp.sum(weights, axis=-1, keepdims=True)
-    F = jnp.cumsum(p, axis=-1)
-    return p, F.at[..., -1].set(1.0)
+    rows = jnp.moveaxis(logits, -1, 0)  # value axis first: the K rows are contiguous
+    weights = jnp.exp(rows - jnp.max(rows, axis=0)).astype(jnp.float64)
+    return jnp.stack(list(itertools.accumulate(weights)))  # K static: unrolled (XLA's CPU cumsum is slower)
 
 
-def reference_cdf(logits):
-    """(p, F) of §2 for reference logits (d, K), float64: what :func:`or_sample` and
-    :func:`or_transition` use."""
-    with jax.enable_x64(True):
-        return _cdf64(jnp.asarray(logits))
+def _bounds(W, k):
+    """(F_{k−1}, F_k): the normalised bounds of cell k (F_{−1} = 0, F_K = 1), picked by
+    one chain of selects over the K rows (no gather: XLA's CPU gather is slow under vmap)."""
+    lower, upper = jnp.zeros_like(W[0]), jnp.zeros_like(W[0])
+    for j in range(len(W)):
+        lower, upper = jnp.where(k == j, W[j - 1] if j else 0.0, lower), jnp.where(k == j, W[j], upper)
+    return lower / W[-1], upper / W[-1]
 
 
-def _area(x, lower_i, h, lower_l, upper_l):
-    """A(x) of §2.2: area{(w, w') ∈ cell_i × cell_l : w + w' < x} / h."""
+def _transition64(lower_i, upper_i, lower_l, upper_l, beta):
+    """T_β(l | i) (closed form of §2.2) from the bounds of cells i and l, float64:
+    A(x) = G_h(x − F_{i−1} − F_{l−1}) − G_h(x − F_{i−1} − F_l), h = F_i − F_{i−1}."""
+    h = upper_i - lower_i
+    safe_h = jnp.where(h > 0, h, 1.0)
 
-    def G(y):
-        safe_h = jnp.where(h > 0, h, 1.0)
-        return jnp.where(y >= h, y - 0.5 * h, jnp.where(y > 0, 0.5 * y * y / safe_h, 0.0))
+    def A(x):
+        G = lambda y: jnp.where(y >= h, y - 0.5 * h, jnp.where(y > 0, 0.5 * y * y / safe_h, 0.0))  # noqa: E731
+        return G(x - lower_i - lower_l) - G(x - lower_i - upper_l)
 
-    return G(x - lower_i - lower_l) - G(x - lower_i - upper_l)
-
-
-def _pick(a, k):
-    """a[..., k] per row, as a masked sum (XLA's CPU gather is slow under vmap)."""
-    return jnp.sum(jnp.where(jnp.arange(a.shape[-1]) == k[..., None], a, 0.0), axis=-1)
-
-
-def _transition64(i, l, p, F, beta):
-    """T_β(l | i; p) per row (closed form of §2.2), float64; i, l integer (...,) indices."""
-    h, e = _pick(p, i), _pick(F, l)
-    a, c = _pick(F, i) - h, e - _pick(p, l)  # F_{i-1}, F_{l-1}
-    A = lambda x: _area(x, a, h, c, e)  # noqa: E731
     return jnp.maximum(0.0, (A(beta) + A(1.0 + beta) - A(1.0)) / beta)
-
-
-def or_transition(i, l, logits, beta):
-    """T_β(l | i; softmax(logits)) per row, computed in float64 (a float64 array)."""
-    with jax.enable_x64(True):
-        p, F = _cdf64(jnp.asarray(logits))
-        return _transition64(jnp.asarray(i), jnp.asarray(l), p, F, jnp.float64(beta))
 
 
 def _uniform64(bits):
@@ -212,26 +207,65 @@ def _uniform64(bits):
     return (hi * 2.0**26 + lo) / 2.0**53
 
 
-def _sample64(bits, i, p, F, beta):
-    h = _pick(p, i)
-    w = _pick(F, i) - h + h * _uniform64(bits[0])  # w ~ U[F_{i-1}, F_i)
-    w_new = jnp.mod(-w + beta * _uniform64(bits[1]), 1.0)
-    return jnp.minimum(jnp.sum(F <= w_new[..., None], axis=-1), F.shape[-1] - 1).astype(jnp.int32)
-
-
 def _or_bits(key, shape):
-    return jax.random.bits(key, (2, 2) + tuple(shape), jnp.uint32)  # drawn outside x64: keys stay 32-bit
+    """Two uint32 words per coordinate: one 53-bit uniform (drawn outside x64: keys stay 32-bit)."""
+    return jax.random.bits(key, (2,) + tuple(shape), jnp.uint32)
+
+
+def _reflect_and_jitter(q, lower, upper, beta):
+    """w' = (−w + β ũ) mod 1 for w ~ U[F_{i−1}, F_i), ũ ~ U[0, 1), from one uniform ``q``.
+
+    −w + βũ = Y − F_i with Y = (F_i − w) + βũ the sum of U[0, h) and U[0, β): a
+    trapezoid on [0, h + β) (m₁ = min(h, β), m₂ = max(h, β)), drawn by inverting its CDF
+    (quadratic, linear, quadratic). One 53-bit uniform instead of two; inverse-CDF
+    sampling resolves probabilities to 2⁻⁵³, so the law of l matches T_β to float64.
+    """
+    h = upper - lower
+    m1, m2 = jnp.minimum(h, beta), jnp.maximum(h, beta)
+    ramp = 0.5 * m1 / m2  # CDF of Y at m₁ (and 1 − CDF at m₂)
+    y = jnp.where(
+        q < ramp,
+        jnp.sqrt(2.0 * m1 * m2 * q),
+        jnp.where(q <= 1.0 - ramp, m2 * q + 0.5 * m1, h + beta - jnp.sqrt(2.0 * m1 * m2 * jnp.maximum(1.0 - q, 0.0))),
+    )
+    return jnp.mod(y - upper, 1.0)
+
+
+def _or_propose64(bits, i, W, beta):
+    """Algorithm 2 (§2.1) from indices ``i`` with the cumulative W of the reference:
+    the new indices l and T_β(l | i), float64."""
+    lower_i, upper_i = _bounds(W, i)
+    w_new = _reflect_and_jitter(_uniform64(bits), lower_i, upper_i, beta)
+    threshold = w_new * W[-1]
+    l = jnp.minimum(sum((Wk <= threshold).astype(jnp.int32) for Wk in W), len(W) - 1)
+    return l, _transition64(lower_i, upper_i, *_bounds(W, l), beta)
+
+
+def reference_cdf(logits):
+    """(p, F) of §2 for reference logits (..., K), float64, as :func:`or_sample` and
+    :func:`or_transition` use them: F = W / W_K (F_K = 1), p its increments."""
+    with jax.enable_x64(True):
+        W = _cumulative64(jnp.asarray(logits))
+        F = jnp.moveaxis(W / W[-1], 0, -1)
+        return jnp.diff(F, axis=-1, prepend=0.0), F
+
+
+def or_transition(i, l, logits, beta):
+    """T_β(l | i; softmax(logits)) per row, logits (..., K), computed in float64 (a float64 array)."""
+    with jax.enable_x64(True):
+        W = _cumulative64(jnp.asarray(logits))
+        i, l = jnp.asarray(i), jnp.asarray(l)
+        return _transition64(*_bounds(W, i), *_bounds(W, l), jnp.float64(beta))
 
 
 def or_sample(key, i, logits, beta):
     """Algorithm 2 (§2.1): from current indices ``i`` (d,), draw w ~ U[F_{i−1}, F_i), reflect
     and jitter it, w' = (−w + β ũ) mod 1, and return l with F_{l−1} ≤ w' < F_l, for the
-    reference softmax(``logits``) (d, K); CDFs and uniforms in float64."""
+    reference softmax(``logits``) (d, K); CDFs and the (one, 53-bit) uniform in float64."""
     i = jnp.asarray(i)
     bits = _or_bits(key, i.shape)
     with jax.enable_x64(True):
-        p, F = _cdf64(jnp.asarray(logits))
-        return _sample64(bits, i, p, F, jnp.float64(beta))
+        return _or_propose64(bits, i, _cumulative64(jnp.asarray(logits)), jnp.float64(beta))[0]
 
 
 # -- the kernel ----------------------------------------------------------------------------------
@@ -248,16 +282,17 @@ def init(position, logdensity_fn: Callable, rng_key=None, momentum=None) -> Hams
     return HamsState(position, jnp.asarray(momentum, position.dtype), logdensity, grad)
 
 
-def _reference_logits(a, D, space):
-    """Logits of Q(·; a, D): a_j x − D_j x²/2 over the value set (§1)."""
-    return factorised_logits(a, -0.5 * D, space)
-
-
 def build_kernel(beta: float = 1.0):
     """``kernel(key, state, logdensity_fn, space, precond, epsilon, phi) -> (HamsState, HamsInfo)``.
 
     ``beta`` (a Python float, static) selects the vanilla (β = 1) or over-relaxed proposal;
     ε, φ and the :class:`Preconditioner` may be traced (grid searches vmap over them).
+
+    Three d×d products per step — L m, W Δ and L⁻¹(L u') — the fewest for a dense L and W:
+    the refresh needs both m and L m (a fresh ζ each step), the backward reference needs
+    W Δ, and the stored momentum one more (u' = L⁻¹(L u'); m − LᵀΔ + φL⁻¹ρ would take two).
+    The product with the stored L⁻¹ beats a triangular solve with a Cholesky L (half the
+    flops, but XLA's CPU solve is ~10× slower for 100 chains). Everything else is O(d K).
     """
     check_hyper(beta=beta)
     beta = float(beta)
@@ -265,35 +300,33 @@ def build_kernel(beta: float = 1.0):
     def kernel(rng_key, state: HamsState, logdensity_fn: Callable, space: DiscreteSpace, precond: Preconditioner, epsilon, phi):
         key_ref, key_prop, key_mh = jax.random.split(rng_key, 3)
         s, u = state.position, state.momentum
-        zeta = jax.random.normal(key_ref, s.shape, s.dtype)
+        zeta = normal(key_ref, s.shape, s.dtype)  # PAVG's generator: the same random numbers (§7.9)
         m = -epsilon * u + jnp.sqrt(1.0 - epsilon**2) * zeta  # = −u⁻ in law (§7.3–7.4)
         Lm = _apply(precond.L, m)
-        logits_f = _reference_logits(state.grad + precond.D * s + Lm, precond.D, space)
-        index = space.to_index(s)
+        a_f, b = state.grad + precond.D * s + Lm, -0.5 * precond.D  # Q(·; a, D): a_j x − D_j x²/2 (§1)
         if beta == 1.0:
-            new_index = sample_logits(key_prop, logits_f)
+            s_new, _, log_q_f = factorised_sample(key_prop, a_f, b, space)
         else:
+            index = space.to_index(s)
             bits = _or_bits(key_prop, index.shape)
             with jax.enable_x64(True):
-                forward = _cdf64(logits_f)
-                new_index = _sample64(bits, index, *forward, jnp.float64(beta))
-        s_new = space.from_index(new_index).astype(s.dtype)
+                W_f = _cumulative64(factorised_logits(a_f, b, space))
+                new_index, t_f = _or_propose64(bits, index, W_f, jnp.float64(beta))
+            s_new = space.from_index(new_index)
+        s_new = s_new.astype(s.dtype)
         f_new, g_new = jax.value_and_grad(logdensity_fn)(s_new)
         delta = s_new - s
         W_delta = _apply(precond.W, delta)
         rho = g_new - state.grad - W_delta
         Lu_new = -(W_delta + precond.D * delta) + Lm + phi * rho  # = L u' (PD eq. 32)
         u_new = _apply(precond.L_inv, Lu_new)
-        logits_b = _reference_logits(g_new + precond.D * s_new + Lu_new, precond.D, space)
+        a_b = g_new + precond.D * s_new + Lu_new
         if beta == 1.0:
-            take = lambda logits, k: jnp.sum(  # noqa: E731
-                jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), k[:, None], axis=-1)
-            )
-            log_proposal = take(logits_b, index) - take(logits_f, new_index)
-        else:  # PD eq. 37, in float64
+            log_proposal = factorised_logprob(s, a_b, b, space) - log_q_f
+        else:  # PD eq. 37, in float64; T_β(i | l) in the backward reference
             with jax.enable_x64(True):
-                t_b = _transition64(new_index, index, *_cdf64(logits_b), jnp.float64(beta))
-                t_f = _transition64(index, new_index, *forward, jnp.float64(beta))
+                W_b = _cumulative64(factorised_logits(a_b, b, space))
+                t_b = _transition64(*_bounds(W_b, new_index), *_bounds(W_b, index), jnp.float64(beta))
                 log_proposal = jnp.sum(jnp.log(t_b) - jnp.log(t_f)).astype(s.dtype)
         log_ratio = f_new - state.logdensity - 0.5 * jnp.sum(u_new**2) + 0.5 * jnp.sum(m**2) + log_proposal
         accept, prob, nonfinite = mh_accept(key_mh, log_ratio)
