@@ -38,7 +38,7 @@ import numpy as np
 
 import gradmc
 from gradmc.report import format_table
-from gradmc.spaces import normal, uniform
+from gradmc.random import normal, uniform
 from gradmc.targets import lattice, ordinal, quadratic
 
 CHAINS = 100

@@ -30,7 +30,8 @@ from gradmc.adapt.preconditioner import make_preconditioner as rg_preconditioner
 from gradmc.base import Target
 from gradmc.diagnostics import exact_distribution
 from gradmc.discrete import hams, pavg
-from gradmc.spaces import Ordinal, normal, sample_logits
+from gradmc.random import normal
+from gradmc.spaces import Ordinal, sample_logits
 from gradmc.targets.hams_targets import discrete_gaussian
 from gradmc.testing import assert_tv_within_bound
 

@@ -18,9 +18,7 @@ from gradmc.spaces import (
     factorised_logprob,
     factorised_proposal,
     factorised_sample,
-    normal,
     sample_logits_scored,
-    uniform,
 )
 
 ORDINAL_VALUES = np.linspace(-1.5, 3.0, 5)
@@ -234,31 +232,6 @@ def test_two_valued_fast_path_extreme_gaps(name):
     assert abs(float(logq)) < 1e-6
     assert np.isnan(factorised_logprob(s, a.at[0].set(jnp.nan), b, space))
     assert np.isnan(factorised_sample(jax.random.key(0), a.at[0].set(jnp.nan), b, space)[2])
-
-
-# -- the proposals' random numbers (both words of each threefry block) --------------------
-
-
-def test_uniform_and_normal_are_distributed_correctly():
-    """KS tests (p > 0.001) of 100,000 uniforms and normals; the two words of a threefry
-    block (entries i and i + n/2) are independent: chi-square of their joint 10×10 histogram."""
-    n = 100_000
-    u = np.asarray(uniform(jax.random.key(11), (n,)), np.float64)
-    assert u.min() >= 0.0 and u.max() < 1.0
-    assert stats.kstest(u, "uniform").pvalue > 1e-3
-    joint = np.histogram2d(u[: n // 2], u[n // 2 :], bins=10, range=[[0, 1], [0, 1]])[0]
-    assert stats.chisquare(joint.ravel()).pvalue > 1e-3
-    z = np.asarray(normal(jax.random.key(12), (n,)), np.float64)
-    assert np.all(np.isfinite(z)) and stats.kstest(z, "norm").pvalue > 1e-3
-    batched = jax.vmap(lambda k: uniform(k, (3, 5)))(jax.random.split(jax.random.key(13), 4))
-    assert batched.shape == (4, 3, 5) and len(np.unique(np.asarray(batched))) == 60
-
-
-def test_uniform_falls_back_for_other_generators():
-    key = jax.random.key(0, impl="rbg")
-    np.testing.assert_array_equal(np.asarray(uniform(key, (7,))), np.asarray(jax.random.uniform(key, (7,))))
-    raw = jax.random.PRNGKey(3)  # a raw threefry key takes the fast path too
-    assert uniform(raw, (7,)).shape == (7,)
 
 
 @pytest.mark.parametrize("n", [50, 1500])  # one level, and two levels (blocks) for long rows

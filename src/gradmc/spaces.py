@@ -18,8 +18,8 @@ scores the factorised proposals ``q(s) ∝ Π_i exp(a_i s_i + b_i s_i²)`` over 
 one categorical draw (inverse CDF) that every discrete kernel uses. Two-valued scalar
 spaces (Binary, Spin, two-point Ordinal) take a logistic fast path: σ of one logit gap
 per coordinate instead of a log-sum-exp over the stacked values. The proposals'
-uniforms and normals come from :func:`uniform` / :func:`normal` (both 32-bit words of
-each threefry block; random numbers dominate a step's cost on cheap targets).
+uniforms come from :func:`gradmc.random.uniform` (random numbers dominate a step's cost
+on cheap targets).
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import jax
-import jax.extend.random
 import jax.numpy as jnp
 import numpy as np
+
+from gradmc.random import uniform
 
 __all__ = [
     "Space",
@@ -39,8 +40,6 @@ __all__ = [
     "Spin",
     "Ordinal",
     "Categorical",
-    "uniform",
-    "normal",
     "sample_logits",
     "sample_logits_scored",
     "factorised_logits",
@@ -257,49 +256,6 @@ class Categorical(DiscreteSpace):
 
     def __str__(self) -> str:
         return f"Categorical(k={self.k}, d={self.d})"
-
-
-# ---------------------------------------------------------------------------------------
-# Random numbers of the proposals
-# ---------------------------------------------------------------------------------------
-
-
-def _threefry_data(key):
-    """The ``uint32[2]`` key data of a threefry2x32 key (typed or raw), else None."""
-    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
-        return jax.random.key_data(key) if str(jax.random.key_impl(key)) == "threefry2x32" else None
-    if key.dtype == jnp.uint32 and key.shape == (2,) and jax.config.jax_default_prng_impl == "threefry2x32":
-        return key
-    return None
-
-
-def uniform(key, shape, dtype=jnp.float32) -> jax.Array:
-    """Uniforms on [0, 1) as ``jax.random.uniform`` makes them (23 random mantissa bits),
-    at half its cost for threefry keys.
-
-    ``jax.random`` hashes one threefry2x32 block (two 32-bit words) per float32 and XORs
-    the two words into one; here both words of each block are used, so ``n`` uniforms
-    cost ``n/2`` blocks. The values are the same generator's, only taken differently;
-    other PRNG implementations fall back to ``jax.random.uniform``. Random numbers are
-    the main cost of a proposal on a CPU (benchmarks/discrete_step_cost.py).
-    """
-    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
-    data = _threefry_data(key)
-    shape = tuple(shape)
-    if data is None or jnp.dtype(dtype) != jnp.float32:
-        return jax.random.uniform(key, shape, dtype)
-    n = int(np.prod(shape))
-    words = jax.extend.random.threefry_2x32(data, jax.lax.iota(jnp.uint32, n + n % 2))[:n]
-    one_to_two = jax.lax.bitcast_convert_type((words >> 9) | jnp.uint32(0x3F800000), jnp.float32)
-    return (one_to_two - 1.0).reshape(shape)
-
-
-def normal(key, shape, dtype=jnp.float32) -> jax.Array:
-    """Standard normals from :func:`uniform` by the inverse CDF, √2 erf⁻¹(2u − 1), as
-    ``jax.random.normal`` computes them (u = 0 clipped to the smallest float above −1)."""
-    u = 2.0 * uniform(key, shape, dtype) - 1.0
-    u = jnp.maximum(u, jnp.nextafter(jnp.asarray(-1.0, u.dtype), jnp.asarray(0.0, u.dtype)))
-    return jnp.sqrt(jnp.asarray(2.0, u.dtype)) * jax.lax.erf_inv(u)
 
 
 # ---------------------------------------------------------------------------------------

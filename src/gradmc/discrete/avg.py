@@ -23,7 +23,8 @@ from gradmc.base import SamplingAlgorithm, Target
 from gradmc.discrete import proposal_mh
 from gradmc.discrete.proposal_mh import DiscreteInfo, DiscreteState, check_positive_param, check_space
 from gradmc.registry import register_sampler
-from gradmc.spaces import DiscreteSpace, normal
+from gradmc.random import normal
+from gradmc.spaces import DiscreteSpace
 
 __all__ = ["DiscreteState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api", "auxiliary_proposal", "auxiliary_step"]
 

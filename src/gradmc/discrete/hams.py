@@ -25,7 +25,7 @@ Special cases of the one kernel (§7.9, §11):
 
 The vanilla proposal and its score use the shared factorised-proposal routine
 (:func:`gradmc.spaces.factorised_sample`, ``factorised_logprob``) and ζ is drawn with
-:func:`gradmc.spaces.normal`, as PAVG draws them, so the §7.9 reductions hold with the same
+:func:`gradmc.random.normal`, as PAVG draws them, so the §7.9 reductions hold with the same
 random numbers. The over-relaxation CDFs and transition probability T_β (§2.2) and its
 sampling are computed in float64 inside the jitted kernel (``jax.enable_x64`` locally) even
 when the chain runs in float32; the rest of the step stays in the chain's dtype. The module
@@ -47,7 +47,8 @@ from gradmc.base import Sampler, SamplingAlgorithm, Target, mh_accept, step_stat
 from gradmc.discrete import proposal_mh, uniform
 from gradmc.discrete.proposal_mh import check_radius, is_concrete
 from gradmc.registry import register_sampler
-from gradmc.spaces import Categorical, DiscreteSpace, factorised_logits, factorised_logprob, factorised_sample, normal
+from gradmc import random
+from gradmc.spaces import Categorical, DiscreteSpace, factorised_logits, factorised_logprob, factorised_sample
 
 __all__ = [
     "HamsState",
@@ -209,7 +210,7 @@ def _uniform64(bits):
 
 def _or_bits(key, shape):
     """Two uint32 words per coordinate: one 53-bit uniform (drawn outside x64: keys stay 32-bit)."""
-    return jax.random.bits(key, (2,) + tuple(shape), jnp.uint32)
+    return random.bits(key, (2,) + tuple(shape))
 
 
 def _reflect_and_jitter(q, lower, upper, beta):
@@ -300,7 +301,7 @@ def build_kernel(beta: float = 1.0):
     def kernel(rng_key, state: HamsState, logdensity_fn: Callable, space: DiscreteSpace, precond: Preconditioner, epsilon, phi):
         key_ref, key_prop, key_mh = jax.random.split(rng_key, 3)
         s, u = state.position, state.momentum
-        zeta = normal(key_ref, s.shape, s.dtype)  # PAVG's generator: the same random numbers (§7.9)
+        zeta = random.normal(key_ref, s.shape, s.dtype)  # PAVG's generator: the same random numbers (§7.9)
         m = -epsilon * u + jnp.sqrt(1.0 - epsilon**2) * zeta  # = −u⁻ in law (§7.3–7.4)
         Lm = _apply(precond.L, m)
         a_f, b = state.grad + precond.D * s + Lm, -0.5 * precond.D  # Q(·; a, D): a_j x − D_j x²/2 (§1)

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 
 from gradmc.base import SamplingAlgorithm, Target
 from gradmc.discrete import proposal_mh
+from gradmc import random
 from gradmc.discrete.proposal_mh import DiscreteInfo, check_radius, check_space
 from gradmc.registry import register_sampler
 from gradmc.spaces import DiscreteSpace
@@ -48,9 +49,10 @@ def build_kernel():
         k = space.num_values
         index = space.to_index(state.position)
         low, size = _box(index, radius, k)
-        # One 32-bit word per coordinate, reduced modulo the box size (relative bias below
-        # size / 2^32; jax.random.randint draws two words per value).
-        offset = jax.random.bits(key_prop, index.shape, jnp.uint32) % size.astype(jnp.uint32)
+        # One 32-bit word per coordinate (gradmc.random.bits: both words of a threefry
+        # block), reduced modulo the box size: relative bias below size / 2^32, far under
+        # float32 resolution (jax.random.randint draws two words per value).
+        offset = random.bits(key_prop, index.shape) % size.astype(jnp.uint32)
         new_index = low + offset.astype(jnp.int32)
         proposed = init(space.from_index(new_index), logdensity_fn)
         _, size_rev = _box(new_index, radius, k)
