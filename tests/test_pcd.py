@@ -103,6 +103,24 @@ def test_divergence_names_the_update():
         pcd.fit(learner, jnp.float32(0.0), np.ones((5, 3)), key=jax.random.key(0), num_updates=10, every=3, progress=False)
 
 
+def test_random_subset_is_uniform():
+    """The buffer minibatch (Floyd's algorithm): distinct indices, every 3-subset of range(7)
+    equally likely — chi-square test over 35 cells at p = 0.01 — and n = k a permutation."""
+    from itertools import combinations
+    from scipy.stats import chi2
+
+    n, k, draws = 7, 3, 35_000
+    subsets = np.sort(np.asarray(jax.vmap(lambda key: pcd.random_subset(key, n, k))(jax.random.split(jax.random.key(0), draws))), axis=1)
+    assert np.all(np.diff(subsets, axis=1) > 0)
+    cells = {c: i for i, c in enumerate(combinations(range(n), k))}
+    counts = np.bincount([cells[tuple(s)] for s in subsets.tolist()], minlength=len(cells))
+    expected = draws / len(cells)
+    assert np.sum((counts - expected) ** 2 / expected) < chi2.ppf(0.99, len(cells) - 1)
+    assert sorted(np.asarray(pcd.random_subset(jax.random.key(1), 50, 50)).tolist()) == list(range(50))
+    with pytest.raises(ValueError, match="k <= n"):
+        pcd.random_subset(jax.random.key(0), 3, 4)
+
+
 # ----------------------------------------------------------------------------- gradient estimate
 
 
@@ -209,7 +227,10 @@ def test_binary_coding_is_the_spin_model_with_four_times_the_step():
         spin = flip_log_odds(s, lambda v: ising_logdensity(G, v), (-1.0, 1.0), 4 * eps)
         np.testing.assert_allclose(np.asarray(binary), np.asarray(spin), rtol=1e-5, atol=1e-5)
     hessian = jax.hessian(lambda v: ising_logdensity_binary(G, v))(x)
-    np.testing.assert_allclose(np.asarray(hessian), CODINGS["binary"][2] * np.asarray(symmetric(G)), rtol=1e-5, atol=1e-5)
+    assert CODINGS["binary"].scale**2 * 2.0 == 8.0  # ∇²f = scale² × the spin Hessian 2J
+    np.testing.assert_allclose(np.asarray(hessian), 8.0 * np.asarray(symmetric(G)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(CODINGS["binary"].from_spin(s), x)
+    np.testing.assert_array_equal(CODINGS["binary"].to_spin(x), s)
 
 
 def test_l1_mle_meets_the_exact_kkt_conditions(exact):
