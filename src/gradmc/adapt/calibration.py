@@ -34,6 +34,7 @@ import numpy as np
 from scipy.linalg import solve_continuous_lyapunov
 
 from gradmc.diagnostics.batch_means import zhoutan_ess
+from gradmc.linalg import check_square
 
 __all__ = [
     "MAX_CONDITION",
@@ -58,13 +59,7 @@ MAX_CONDITION = 100.0
 
 def check_w(W, dim: int | None = None, what: str = "W") -> np.ndarray:
     """``W`` as a float64 (d, d) array after checking it is square, finite and symmetric."""
-    w = np.asarray(W, dtype=np.float64)
-    if w.ndim != 2 or w.shape[0] != w.shape[1]:
-        raise ValueError(f"{what} must be a square (d, d) matrix, got shape {w.shape}")
-    if dim is not None and w.shape[0] != dim:
-        raise ValueError(f"{what} must be {dim}x{dim} to match the target, got {w.shape}")
-    if not np.all(np.isfinite(w)):
-        raise ValueError(f"{what} has non-finite entries")
+    w = check_square(W, what, dim)
     scale = max(1.0, float(np.abs(w).max()))
     if not np.allclose(w, w.T, rtol=0.0, atol=1e-6 * scale):
         raise ValueError(f"{what} must be symmetric (max |W - Wᵀ| = {np.abs(w - w.T).max():.3g})")

@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from gradmc.random import bits
 from gradmc.spaces import DiscreteSpace
 
 __all__ = [
@@ -162,8 +163,6 @@ def random_subset(key, n: int, k: int) -> jax.Array:
     of n uniforms and a top-k (at n = 5000, k = 50: 6–10% more updates per second in
     ``benchmarks/pcd_throughput.py``). r = word mod (j + 1) with 32-bit words, so each
     probability is within a relative (j + 1)/2³² of exact."""
-    from gradmc.random import bits
-
     if not 0 <= k <= n < 2**32:
         raise ValueError(f"random_subset needs 0 <= k <= n < 2^32, got n={n}, k={k}")
     top = jnp.arange(n - k, n, dtype=jnp.uint32)
