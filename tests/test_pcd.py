@@ -266,6 +266,33 @@ def test_ebm_model_and_data():
     params = ebm.init_params(jax.random.key(0))
     value, grad = jax.value_and_grad(lambda s: ebm.logdensity(params, s))(jnp.asarray(spins[0]))
     assert value.shape == () and grad.shape == (256,) and np.all(np.isfinite(grad))
-    # the quadratic part is ½sᵀJs with J symmetrised: swapping J for Jᵀ changes nothing
+    # the quadratic part is sᵀJs (no ½, as coded) with J symmetrised: swapping J for Jᵀ changes nothing
+    s = jnp.asarray(spins[1])
+    quadratic = ebm.logdensity(params, s) - ebm.logdensity(params._replace(J=jnp.zeros_like(params.J)), s)
+    assert float(quadratic) == pytest.approx(float(s @ (0.5 * (params.J + params.J.T)) @ s), rel=1e-4, abs=1e-4)
     swapped = params._replace(J=params.J.T)
     assert abs(float(ebm.logdensity(swapped, spins[1])) - float(ebm.logdensity(params, spins[1]))) < 1e-4
+
+
+def test_table1_report_end_to_end(tmp_path):
+    """The Table 1 report runs at a tiny budget: ‖J − J*‖_F beside the published cells, their
+    ratio and the cell-by-cell agreement summary."""
+    from gradmc.experiments.rhodes_learning import run_ising
+
+    budget = dict(seeds=2, num_updates=20, num_data=200, data_steps=20, mle_iterations=20, columns=2)
+    text = run_ising(out=tmp_path, full=False, seed=0, progress=False, budget=budget, methods=("NCG", "Gibbs"))
+    assert "paper / ours" in text and "0.837 (0.05)" in text  # NCG K=1 published cell beside ours
+    assert "Agreement, cell by cell" in text and "Spearman" in text
+    assert "‖J − J*‖²_F (the authors' `sq_err`)" in text
+
+
+def test_table1_agreement_classifies_cells():
+    """Cells are 'failed' above 3× the table's best; the ratio summary is per class."""
+    from gradmc.experiments.rhodes_learning import _table1_agreement
+
+    ours = {("NCG", 0): 10.0, ("NCG", 1): 1.0, ("GWG", 0): 1.2, ("GWG", 1): 50.0}
+    paper = {("NCG", 0): 1.0, ("NCG", 1): 0.1, ("GWG", 0): 5.0, ("GWG", 1): 5.0}
+    text = "\n".join(_table1_agreement(ours, paper))
+    assert "converged in both: 1 cells, published / ours median 0.100" in text
+    assert "failed in both: 2 cells, published / ours median 0.100" in text
+    assert "GWG at K = 1 (failed in the paper, converged here)" in text

@@ -7,7 +7,7 @@ textbook's Ising image denoising (Example 5.9). ``gradmc reproduce NAME``:
 * ``rhodes2022-step-robustness`` — Figure 7: the same error at K = 10 (AVG units) as the
   step size is multiplied by 0.1 … 10, relative to the unperturbed error.
 * ``rhodes2022-ebm`` — Table 2 (see :mod:`gradmc.learn.ebm`): a ground-truth
-  ½sᵀJs + bᵀs + f_θ(s) EBM on digits16, re-estimation of J by each sampler, in the same
+  sᵀJs + bᵀs + f_θ(s) EBM on digits16 (as coded; §5.4 writes ½sᵀJs), re-estimation of J by each sampler, in the same
   {0, 1} coding as Table 1 (:data:`CODINGS`).
 * ``textbook-denoising`` — Example 5.9: Gibbs sweeps (and our gradient samplers) on the
   posterior of a binary image under an Ising prior; :func:`denoise` for a user's PNG.
@@ -22,10 +22,10 @@ Coordinates and metric of Table 1, as the authors' code has them: the learner sa
 x ∈ {0, 1}^100 and the model maps x to spins, f(x) = (2x − 1)ᵀJ(2x − 1), so the paper's
 step sizes (Table 4) and PAVG's data covariance are {0, 1} quantities (on spins the same
 NCG/AVG proposal needs ε × 4); Table 2's samplers move the binary digit images the same
-way. The code writes ‖J − J*‖²_F (``sq_err``) and an RMSE; the published numbers match the
-squared norm: the l1-regularised maximum-likelihood estimate on 10,000 samples
-(:func:`l1_mle`) already has ‖J − J*‖_F ≈ 0.35, i.e. ‖·‖²_F ≈ 0.12 (published floor 0.117),
-so a Frobenius error of 0.117 is out of reach for that estimator.
+way. Metric: ‖J − J*‖_F (the issue, experiments.md); the code also writes ‖J − J*‖²_F
+(``sq_err``), reported as a second table. The published cells are a nearly constant
+fraction (≈ 0.09 for converging runs, ≈ 0.11 for failed ones) of our ‖J − J*‖_F: same
+ranking and the same failures, at a scale the stated settings do not explain.
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ ising_logdensity_binary = CODINGS["binary"].model(ising_logdensity)
 
 
 def errors(J, J_star) -> dict:
-    """‖J − J*‖_F, its square (the authors' ``sq_err``, what Table 1 reports) and the RMSE
+    """‖J − J*‖_F (Table 1's metric), its square (the authors' ``sq_err``) and the RMSE
     over all d² entries (their ``rmse``); leading axes of ``J`` are kept."""
     E = jnp.asarray(J) - jnp.asarray(J_star, jnp.float32)
     sq = jnp.sum(E**2, axis=(-2, -1))
@@ -388,9 +388,44 @@ def _data_report(side, strength, data, steps, values) -> list[str]:
     ]
 
 
+def _table1_agreement(ours: dict, published: dict, failed_factor: float = 3.0) -> list[str]:
+    """Report lines comparing our Table 1 cells with the published ones cell by cell: a cell
+    has failed when its error exceeds ``failed_factor`` × the best cell of its table; the ratio
+    published / ours is summarised separately over the cells that converge and fail in both."""
+    from scipy.stats import spearmanr
+
+    best_ours, best_paper = min(ours.values()), min(published.values())
+    state = lambda err, best: "failed" if err > failed_factor * best else "converged"  # noqa: E731
+    groups, disagree = {"converged": [], "failed": []}, []
+    for cell in ours:
+        mine, theirs = state(ours[cell], best_ours), state(published[cell], best_paper)
+        if mine == theirs:
+            groups[mine].append(published[cell] / ours[cell])
+        else:
+            disagree.append(f"{cell[0]} at K = {AVG_K[cell[1]]} ({theirs} in the paper, {mine} here)")
+    summary = [
+        f"{name} in both: {len(r)} cells, published / ours median {np.median(r):.3f} (range {min(r):.3f}–{max(r):.3f})"
+        for name, r in groups.items() if r
+    ]
+    agreeing = [cell for cell in ours if state(ours[cell], best_ours) == state(published[cell], best_paper)]
+    spread = lambda power: max(published[c] / ours[c] ** power for c in agreeing) / min(published[c] / ours[c] ** power for c in agreeing)  # noqa: E731
+    return [
+        f"Agreement, cell by cell (a cell has failed when its error is over {failed_factor:g}× its table's best): "
+        + "; ".join(summary) + ". " + (f"Cells that disagree: {', '.join(disagree)}. " if disagree else "All cells agree on which runs fail. ")
+        + f"Rank correlation of all {len(ours)} cells with the published ones: Spearman {spearmanr(list(ours.values()), list(published.values()))[0]:.2f}. "
+        "Which runs fail and how the cells order reproduce; the absolute level does not: the published "
+        f"cells are a nearly constant fraction of our ‖J − J*‖_F (largest / smallest ratio over the agreeing cells "
+        f"{spread(1):.2f}; read as ‖J − J*‖²_F it would be {spread(2):.0f}), so the table measures the same thing up to a "
+        "scale the stated settings do not explain. Our successful runs have not converged at 2,000 updates (their error is the lattice "
+        "couplings still climbing towards 0.2 under Adam 3e-4; the l1-MLE above is the converged value), and a failed "
+        "sampler leaves the negatives near uniform, so Adam raises every coupling by about lr per update.",
+        "",
+    ]
+
+
 def run_ising(*, out: Path, full: bool, seed: int, progress: bool, budget: dict | None = None, methods=None) -> str:
-    """Table 1: ‖J − J*‖²_F (the published quantity) and ‖J − J*‖_F per method and K, beside
-    the l1-regularised MLE's error on the same data (the floor for this data-set size)."""
+    """Table 1: ‖J − J*‖_F per method and K beside the published cells and their ratio, the
+    authors' ‖J − J*‖²_F, and the l1-regularised MLE's error on the same data."""
     out.mkdir(parents=True, exist_ok=True)
     b = budget or _ising_budget(full)
     t_start = time.perf_counter()
@@ -414,23 +449,17 @@ def run_ising(*, out: Path, full: bool, seed: int, progress: bool, budget: dict 
     lines += [
         f"Floor for this data set ({len(data)} samples): the l1-regularised (0.01) MLE — proximal gradient with exact data "
         f"moments and block-Gibbs model moments ({b['mle_iterations']} iterations, 1000 chains, iterates of the second half "
-        f"averaged) — has ‖J − J*‖²_F = {floor['sq_frobenius']:.3f} (‖·‖_F = {floor['frobenius']:.3f}); without the L1 "
-        f"term the MLE has ‖·‖²_F = {floor_unreg['sq_frobenius']:.3f} (‖·‖_F = {floor_unreg['frobenius']:.3f}). "
-        f"({time.perf_counter() - t0:.0f} s)",
-        "",
-        "Metric: the authors' code writes ‖J − J*‖²_F (`sq_err`) and an RMSE over the 10⁴ entries; the published cells "
-        "are the squared norm. Evidence: a failed run cannot have an RMSE of 5.5 (2000 Adam steps of 3e-4 move an entry "
-        "by ≤ ~0.6), and the published floor 0.117 is what the l1-MLE reaches squared; its Frobenius error here is "
-        f"{floor['frobenius']:.3f}, so a Frobenius error of 0.117 is out of reach for this estimator at this data-set size.",
+        f"averaged) — has ‖J − J*‖_F = {floor['frobenius']:.3f}; without the L1 term the MLE has ‖J − J*‖_F = "
+        f"{floor_unreg['frobenius']:.3f}. ({time.perf_counter() - t0:.0f} s)",
         "",
     ]
-    tables = {"sq_frobenius": [], "frobenius": []}
-    timing = []
+    tables = {"frobenius": [], "sq_frobenius": []}
+    ours, published, timing = {}, {}, []
     for i, method in enumerate(methods or K_GRIDS):
         grid = K_GRIDS[method][: b.get("columns", 5)]
         label = f"{method} (K={','.join(map(str, grid))})"
         rows = {k: {"method": label} for k in tables}
-        paper = {"method": "  paper"}
+        paper, ratio = {"method": "  paper"}, {"method": "  paper / ours"}
         for j, K in enumerate(grid):
             t0 = time.perf_counter()
             errs, _ = learn_ising(method, K, data, J_star, seeds=b["seeds"], num_updates=b["num_updates"], seed=seed + 1000 * i + j, progress=progress)
@@ -439,30 +468,28 @@ def run_ising(*, out: Path, full: bool, seed: int, progress: bool, budget: dict 
             for k in tables:
                 e = np.asarray(errs[k], np.float64)
                 rows[k][col] = _cell(float(e.mean()), float(e.std(ddof=1)) if len(e) > 1 else None)
+            ours[method, j] = float(np.mean(errs["frobenius"]))
+            published[method, j] = PUBLISHED_TABLE1[method][j][0]
             paper[col] = _cell(*PUBLISHED_TABLE1[method][j])
-        tables["sq_frobenius"] += [rows["sq_frobenius"], paper]
-        tables["frobenius"].append(rows["frobenius"])
+            ratio[col] = f"{published[method, j] / ours[method, j]:.3f}"
+        tables["frobenius"] += [rows["frobenius"], paper, ratio]
+        tables["sq_frobenius"].append(rows["sq_frobenius"])
     lines += [
-        "## ‖J − J*‖²_F, mean (sd) over seeds; `paper` = the published Table 1",
-        "", "```", format_table(tables["sq_frobenius"]), "```", "",
-        "## ‖J − J*‖_F, mean (sd) over seeds", "", "```", format_table(tables["frobenius"]), "```", "",
+        "## ‖J − J*‖_F, mean (sd) over seeds; `paper` = the published Table 1",
+        "", "```", format_table(tables["frobenius"]), "```", "",
+        *_table1_agreement(ours, published),
+        "## ‖J − J*‖²_F (the authors' `sq_err`), mean (sd) over seeds", "", "```", format_table(tables["sq_frobenius"]), "```", "",
     ]
     if b.get("convergence_updates"):
         method, K = "PAVG model-specific", K_GRIDS["PAVG model-specific"][0]
         errs, res = learn_ising(method, K, data, J_star, seeds=b["seeds"], num_updates=b["convergence_updates"], seed=seed + 99,
                                 progress=progress, every=b["num_updates"])
-        trail = ", ".join(f"{h['update']}: {np.mean(h['sq_frobenius']):.3f}" for h in res.history)
+        trail = ", ".join(f"{h['update']}: {np.mean(h['frobenius']):.3f}" for h in res.history)
         lines += [
-            f"Convergence with an exact sampler ({method}, K = {K}, {b['seeds']} seeds): ‖J − J*‖²_F after n updates — {trail}.",
+            f"Convergence with an exact sampler ({method}, K = {K}, {b['seeds']} seeds): ‖J − J*‖_F after n updates — {trail}.",
             "",
         ]
     lines += [
-        "Reading the table: the published floor (≈ 0.12) is the l1-MLE's error above, i.e. converged PCD. With the stated "
-        f"settings (Adam 3e-4, batch 50) our PCD is still converging at {b['num_updates']} updates even with an exact sampler "
-        "(see the convergence line under `--full`), so the floor of our table is the optimiser's progress, not the sampler's. "
-        "A sampler that barely moves leaves the negatives near uniform, and Adam then raises every coupling by about lr per "
-        "update: our failed cells are far above the published failures (≈ 5), which the stated settings do not explain.",
-        "",
         f"Wall time: {time.perf_counter() - t_start:.0f} s in all, {sum(timing):.0f} s for {len(timing)} PCD cells (compilation included).",
     ]
     return "\n".join(lines)
@@ -485,14 +512,14 @@ def run_step_robustness(*, out: Path, full: bool, seed: int, progress: bool, bud
     b = budget or _ising_budget(full)
     J_star, data, steps, values = ising_data(10, 0.2, b["num_data"], b["data_steps"], seed)
     column = AVG_K.index(10)
-    gwg = learn_ising("GWG", K_GRIDS["GWG"][column], data, J_star, seeds=b["seeds"], num_updates=b["num_updates"], seed=seed + 7, progress=progress)[0]["sq_frobenius"]
+    gwg = learn_ising("GWG", K_GRIDS["GWG"][column], data, J_star, seeds=b["seeds"], num_updates=b["num_updates"], seed=seed + 7, progress=progress)[0]["frobenius"]
     rows, curves = [], {}
     for i, method in enumerate(("NCG", "AVG", "PAVG model-agnostic")):
         K = K_GRIDS[method][column]
         mean_error = {}
         for j, m in enumerate(multipliers):
             e = learn_ising(method, K, data, J_star, seeds=b["seeds"], num_updates=b["num_updates"], seed=seed + 100 * i + j, progress=progress, step_scale=m)[0]
-            mean_error[m] = float(np.mean(e["sq_frobenius"]))
+            mean_error[m] = float(np.mean(e["frobenius"]))
         base = mean_error[1.0]
         curves[method] = ({m: mean_error[m] / base for m in multipliers}, float(np.mean(gwg)) / base)
         rows.append({"method": f"{method} (K={K}, ε={STEP_SIZES[method]})", **{f"x{m:g}": mean_error[m] / base for m in multipliers},
@@ -514,7 +541,7 @@ def run_step_robustness(*, out: Path, full: bool, seed: int, progress: bool, bud
     return "\n".join([
         "# Rhodes & Gutmann (2022) App. H.1, Figure 7: step-size robustness of PCD on the Ising lattice",
         "",
-        f"Error ‖J − J*‖²_F (the Table 1 metric; mean over {b['seeds']} seeds, {b['num_updates']} updates) with the step size multiplied by "
+        f"Error ‖J − J*‖_F (the Table 1 metric; mean over {b['seeds']} seeds, {b['num_updates']} updates) with the step size multiplied by "
         "the column factor, divided by the error at factor 1; settings as rhodes2022-ising. Paper: NCG and PAVG "
         "within ~15% of the original error for factors 0.3-10 and below GWG's error.",
         "",
@@ -726,7 +753,7 @@ def _ebm_space():
 
 
 def ebm_ground_truth(b: dict, seed: int, progress: bool):
-    """Step i: fit ½sᵀJs + bᵀs + net(s) to digits16 by PCD with GWG; step ii: the data set =
+    """Step i: fit sᵀJs + bᵀs + net(s) to digits16 by PCD with GWG; step ii: the data set =
     the final buffer advanced ``data_steps`` more GWG steps at the fitted model. The chains
     move x ∈ {0, 1}^256 (GWG is the same sampler in either coding); returns (params, data
     and digits in {0, 1}, seconds)."""
@@ -765,7 +792,7 @@ def learn_ebm_J(method: str, K: int, data, truth, b: dict, seed: int, progress: 
     net, bias = truth.net, truth.b
 
     def logdensity(G, s):
-        return 0.5 * s @ symmetric(G) @ s + bias @ s + net(s)
+        return s @ symmetric(G) @ s + bias @ s + net(s)
 
     kernel = method_kernel(method, EBM_STEP_SIZES.get(method), data)
     learner = pcd.PCD(EBM_CODING.model(logdensity), _ebm_space(), kernel, K, batch_size=50, buffer_size=b["buffer"],
@@ -840,7 +867,7 @@ def run_ebm(*, out: Path, full: bool, seed: int, progress: bool, budget: dict | 
     return "\n".join([
         "# Rhodes & Gutmann (2022) §5.4, Table 2: convolutional EBM on digits16",
         "",
-        "Model ½sᵀJs + bᵀs + net(s), net the 7-layer SiLU CNN of App. O (Equinox) with a linear 128→1 read-out; "
+        "Model sᵀJs + bᵀs + net(s) as the authors coded it (§5.4 writes ½sᵀJs; experiments.md: the code produced the published numbers), net the 7-layer SiLU CNN of App. O (Equinox) with a linear 128→1 read-out; "
         "data `digits16` (5000 16x16 binarised digits; the paper used USPS). Ground truth by PCD with GWG "
         "(AdamW, weight decay 1e-4 on the network); re-estimation of J only (b*, net* fixed) by PCD with each sampler, "
         "L1 0.01, batch 50. As in the authors' code (and Table 1), every sampler moves the binary image x ∈ {0, 1}^256 and "

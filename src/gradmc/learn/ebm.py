@@ -1,7 +1,8 @@
 """The convolutional energy-based model of Rhodes & Gutmann (2022) §5.4, App. O.
 
-f(s; J, b, θ) = ½ sᵀJs + bᵀs + net_θ(s), s = 2x − 1 ∈ {−1, +1}^256 for a 16×16 binary image
-x, with net_θ the 7-layer SiLU CNN of Table 14a (Equinox): Conv(1→16, 3, s1, p1), Conv(16→32,
+f(s; J, b, θ) = sᵀJs + bᵀs + net_θ(s) (as the authors coded it, see experiments.md; §5.4
+writes ½sᵀJs), s = 2x − 1 ∈ {−1, +1}^256 for a 16×16 binary image x, with net_θ the 7-layer
+SiLU CNN of Table 14a (Equinox): Conv(1→16, 3, s1, p1), Conv(16→32,
 4, s2, p1), Conv(32→32, 3, 1, 1), Conv(32→64, 4, 2, 1), Conv(64→64, 3, 1, 1), Conv(64→128,
 4, 2, 1), Conv(128→128, 2, 1, 0), each followed by SiLU, giving 128 features at 1×1; a
 linear read-out 128 → 1 (our reading: the table stops at the last SiLU) makes it a scalar.
@@ -67,6 +68,6 @@ def init_params(key, scale: float = 0.01) -> EBMParams:
 
 
 def logdensity(params: EBMParams, s) -> jax.Array:
-    """f(s) = ½ sᵀ((J + Jᵀ)/2)s + bᵀs + net(s)."""
+    """f(s) = sᵀ((J + Jᵀ)/2)s + bᵀs + net(s) (no ½, as coded)."""
     J = 0.5 * (params.J + params.J.T)
-    return 0.5 * s @ J @ s + params.b @ s + params.net(s)
+    return s @ J @ s + params.b @ s + params.net(s)
