@@ -171,3 +171,14 @@ def test_pe_nuts_on_kou_a_matches_mixture(kou_a):
     zs = _mode_and_moment_z(out.draws, modes, [(lambda x: x, truth.mean), (lambda x: x**2, truth.second_moment)])
     assert np.all(zs[:20] < norm.ppf(1 - 0.01 / 40)), zs[:20]
     assert np.all(zs[20:] < norm.ppf(1 - 0.01 / 8)), zs[20:]
+
+
+@pytest.mark.slow  # compiles RAM, EE, PT, NUTS and PE-NUTS: ~30 s
+def test_mixture_report_end_to_end(tmp_path):
+    """`gradmc reproduce nemeth-mixture` at a tiny budget: Table 1 rows beside the published ones,
+    the sd scaled to the paper's run length, Figures 3 and 4."""
+    from gradmc.experiments.nemeth import Budget, run_mixture
+
+    text = run_mixture(out=tmp_path, full=False, seed=0, progress=False, scenarios=("a",), ns=(2,), budget=Budget(2, 30, 60))
+    assert "4.471 (0.091)" in text and "sd@50k / paper" in text  # RAM's published E[x1] beside ours
+    assert (tmp_path / "figure3_a.png").exists() and (tmp_path / "figure4.png").exists()

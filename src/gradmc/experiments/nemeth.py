@@ -72,6 +72,7 @@ PUBLISHED_TABLE1 = {
 
 KOU_TEMPERATURES = equi_energy.KOU_TEMPERATURES
 EE_WARMUP = {False: 5000, True: 20_000}  # EE warm-up (default, --full): the levels start one after another
+PAPER_DRAWS = 50_000  # Table 1: 50,000 iterations after burn-in per run
 MOMENT_NAMES = ["E[x1]", "E[x2]", "E[x1^2]", "E[x2^2]"]
 
 
@@ -171,7 +172,9 @@ def run_mixture(*, out: Path, full: bool, seed: int, progress: bool, scenarios=(
         "",
         f"Budget: {budget.runs} independent runs (chains) x {budget.draws} draws after {budget.warmup} warm-up per method"
         + (" (the paper: 20 runs x 50,000)." if not full else " (the paper's)."),
-        "Cells: mean (sd) over runs; `paper` = the published Table 1 row. CT = warm-up + sampling seconds of the batch.",
+        "Cells: mean (sd) over runs; `paper` = the published Table 1 row. CT = warm-up + sampling seconds of the batch. "
+        f"`sd@50k / paper`: our sd over runs scaled to the paper's {PAPER_DRAWS:,} draws (× √(draws / {PAPER_DRAWS:,}), "
+        "as for errors that shrink like 1/√draws), divided by the published sd; median over the four moments.",
         "",
     ]
     mse_ct = {}
@@ -194,13 +197,16 @@ def run_mixture(*, out: Path, full: bool, seed: int, progress: bool, scenarios=(
                 paper = PUBLISHED_TABLE1[scenario].get(label, [(np.nan, None)] * 4)[j]
                 row[name] = _cell(est[:, j].mean(), est[:, j].std(ddof=1))
                 row[f"{name} paper"] = _cell(*paper)
-            row.update({"MSE": mse, "CT s": res.seconds, "MSE x CT": mse * res.seconds})
+            paper_sd = np.array([cell[1] if cell[1] is not None else np.nan for cell in PUBLISHED_TABLE1[scenario].get(label, [(np.nan, None)] * 4)])
+            scaled_sd = est.std(axis=0, ddof=1) * np.sqrt(budget.draws / PAPER_DRAWS)  # sd ∝ 1/√draws
+            row.update({"MSE": mse, "CT s": res.seconds, "MSE x CT": mse * res.seconds,
+                        "sd@50k / paper": float(np.median(scaled_sd / paper_sd)) if np.all(np.isfinite(paper_sd)) else np.nan})
             rows.append(row)
             if kind == "pe":
                 mse_ct.setdefault(scenario, {})[spec] = mse * res.seconds
         truth_row = {"method": "Truth", **{n: f"{v:.3f}" for n, v in zip(MOMENT_NAMES, truth)}}
         truth_row.update({f"{n} paper": _cell(*PUBLISHED_TABLE1[scenario]["Truth"][j]) for j, n in enumerate(MOMENT_NAMES)})
-        columns = ["method"] + [c for n in MOMENT_NAMES for c in (n, f"{n} paper")] + ["MSE", "CT s", "MSE x CT"]
+        columns = ["method"] + [c for n in MOMENT_NAMES for c in (n, f"{n} paper")] + ["MSE", "CT s", "MSE x CT", "sd@50k / paper"]
         table = format_table([truth_row] + rows, columns)
         lines += [f"## Scenario ({scenario})", "", "```", table, "```", ""]
         pe_label = "PE (N=5)" if "PE (N=5)" in results else next(k for k in results if k.startswith("PE"))
