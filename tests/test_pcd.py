@@ -296,3 +296,16 @@ def test_table1_agreement_classifies_cells():
     assert "converged in both: 1 cells, published / ours median 0.100" in text
     assert "failed in both: 2 cells, published / ours median 0.100" in text
     assert "GWG at K = 1 (failed in the paper, converged here)" in text
+
+
+@pytest.mark.slow  # compiles the CNN's gradient for the ground truth and two samplers: ~1 min
+def test_ebm_report_end_to_end(tmp_path):
+    """`gradmc reproduce rhodes2022-ebm` at a micro budget: Table 2 in both scales beside the
+    published cells, the ground truth's diagnostics, Figures 13 and 15."""
+    from gradmc.experiments.rhodes_learning import run_ebm
+
+    budget = dict(gt_updates=2, gt_K=1, gt_lr=1e-3, buffer=50, data_steps=1, updates=2, lr=1e-3, seeds=1, columns=1)
+    text = run_ebm(out=tmp_path, full=False, seed=0, progress=False, budget=budget, methods=("NCG", "GWG"))
+    assert "0.128 (0.001)" in text and "‖J − J*‖_F/√d (d = 256" in text  # NCG's published K=5 cell
+    assert "Ground truth at the end of its fit" in text
+    assert (tmp_path / "figure13.png").exists() and (tmp_path / "figure15.png").exists()
