@@ -29,6 +29,17 @@ def test_sample_prints_summary_and_writes_trace_and_plots(tmp_path, capsys):
     assert (tmp_path / "trace.png").exists() and (tmp_path / "pairs.png").exists()
 
 
+def test_sample_extended_resamples_back_to_the_target(tmp_path, capsys):
+    """--extended N runs the pseudo-extended target and reports the importance weights' ESS."""
+    argv = ["sample", "banana", "--sampler", "nuts", "--extended", "2", "--extended-option", "beta_bounds=[0.1,1]", "--out", str(tmp_path), *SMALL]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "pseudo-extended, N = 2: importance-weight ESS" in out and "of 160 particles" in out
+    import arviz as az
+
+    assert az.from_netcdf(tmp_path / "trace.nc").posterior["x"].shape == (2, 40, 2)  # draws of the target, not particles
+
+
 def test_compare_table_and_figures(tmp_path, capsys):
     assert main(["compare", "banana", "--samplers", "rwm,mala", "--out", str(tmp_path), *SMALL]) == 0
     out = capsys.readouterr().out
@@ -56,6 +67,8 @@ def test_compare_with_checkpoint_resumes_identically(tmp_path, capsys):
         (["reproduce", "no-such-experiment"], "valid experiments"),
         (["sample", "banana", "--sampler", "mala", "--option", "bogus=1"], "has no option"),
         (["sample", "banana", "--sampler", "mala", "--chains", "0"], "num_chains"),
+        (["sample", "banana", "--sampler", "nuts", "--extended", "0"], "pseudo-samples N"),
+        (["sample", "banana", "--sampler", "nuts", "--extended-option", "beta_bounds=[0.1,1]"], "needs --extended"),
     ],
 )
 def test_bad_names_and_arguments_exit_2(argv, message, capsys):

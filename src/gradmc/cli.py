@@ -48,6 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sampler", required=True)
     p.add_argument("--option", action="append", metavar="KEY=VALUE", help="sampler option (repeatable)")
     p.add_argument("--target-option", action="append", metavar="KEY=VALUE", help="target option (repeatable)")
+    p.add_argument("--extended", type=int, default=None, metavar="N",
+                   help="sample the pseudo-extended target with N particles (Nemeth et al.); draws are resampled back to the target")
+    p.add_argument("--extended-option", action="append", metavar="KEY=VALUE",
+                   help="pseudo-extended option, e.g. beta_bounds=[0.001,1] (repeatable)")
     p.add_argument("--checkpoint", type=Path, default=None, help="checkpoint folder: the same command resumes")
     _budget_args(p)
 
@@ -90,9 +94,12 @@ def _cmd_sample(gradmc, args) -> int:
 
     target = gradmc.target(args.target, **_parse_options(args.target_option))
     recipe = gradmc.sampler(args.sampler, **_parse_options(args.option))
+    if args.extended_option and args.extended is None:
+        raise ValueError("--extended-option needs --extended N")
     trace = gradmc.sample(
         target, recipe, num_chains=args.chains, num_warmup=args.warmup, num_draws=args.draws, seed=args.seed,
-        progress=not args.no_progress, checkpoint=args.checkpoint,
+        progress=not args.no_progress, checkpoint=args.checkpoint, extended=args.extended,
+        extended_options=_parse_options(args.extended_option),
     )
     table = diagnostics.summary(trace.draws, target.truth, max_coords=10)
     shown = "" if target.dim <= 10 else f" (first 10 of {target.dim} coordinates)"
@@ -103,6 +110,9 @@ def _cmd_sample(gradmc, args) -> int:
         f"gradient evals {trace.num_grad_evals}  sampling {trace.sampling_seconds:.2f} s  "
         f"compile {trace.timing['compile_s']:.2f} s"
     )
+    if trace.extended is not None:
+        print(f"pseudo-extended, N = {args.extended}: importance-weight ESS {trace.extended.ess:.0f} of "
+              f"{trace.extended.weights.size} particles ({trace.extended.ess_per_iteration:.2f} of N per iteration)")
     out = args.out or Path("out") / f"{target.name}-{trace.sampler}"
     out.mkdir(parents=True, exist_ok=True)
     trace.save_netcdf(out / "trace.nc")
