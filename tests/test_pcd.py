@@ -282,7 +282,7 @@ def test_table1_report_end_to_end(tmp_path):
     budget = dict(seeds=2, num_updates=20, num_data=200, data_steps=20, mle_iterations=20, columns=2)
     text = run_ising(out=tmp_path, full=False, seed=0, progress=False, budget=budget, methods=("NCG", "Gibbs"))
     assert "paper / ours" in text and "0.837 (0.05)" in text  # NCG K=1 published cell beside ours
-    assert "Agreement, cell by cell" in text and "Spearman" in text
+    assert "Agreement, cell by cell" in text and "Spearman" in text and "1/√d = 0.1)" in text
     assert "‖J − J*‖²_F (the authors' `sq_err`)" in text
 
 

@@ -193,11 +193,11 @@ def run_mixture(*, out: Path, full: bool, seed: int, progress: bool, scenarios=(
             est = np.concatenate([res.moments(lambda x: x), res.moments(lambda x: x**2)], axis=1)  # (runs, 4)
             mse = float(np.mean((est - truth) ** 2))
             row = {"method": label}
+            published = PUBLISHED_TABLE1[scenario].get(label, [(np.nan, None)] * 4)
             for j, name in enumerate(MOMENT_NAMES):
-                paper = PUBLISHED_TABLE1[scenario].get(label, [(np.nan, None)] * 4)[j]
                 row[name] = _cell(est[:, j].mean(), est[:, j].std(ddof=1))
-                row[f"{name} paper"] = _cell(*paper)
-            paper_sd = np.array([cell[1] if cell[1] is not None else np.nan for cell in PUBLISHED_TABLE1[scenario].get(label, [(np.nan, None)] * 4)])
+                row[f"{name} paper"] = _cell(*published[j])
+            paper_sd = np.array([np.nan if sd is None else sd for _, sd in published])
             scaled_sd = est.std(axis=0, ddof=1) * np.sqrt(budget.draws / PAPER_DRAWS)  # sd ∝ 1/√draws
             row.update({"MSE": mse, "CT s": res.seconds, "MSE x CT": mse * res.seconds,
                         "sd@50k / paper": float(np.median(scaled_sd / paper_sd)) if np.all(np.isfinite(paper_sd)) else np.nan})

@@ -481,7 +481,7 @@ def run_ising(*, out: Path, full: bool, seed: int, progress: bool, budget: dict 
         "", "```", format_table(tables["per_site"]), "```", "",
         *_table1_agreement(ours, published),
         f"The published cells match ‖J − J*‖_F/√d — the root of the mean over the {d} sites (rows of J) of each site's "
-        "summed squared error — not ‖J − J*‖_F (every ratio would be ≈ 1/√d = {1 / np.sqrt(d):.2g}) nor ‖J − J*‖²_F (above); the "
+        f"summed squared error — not ‖J − J*‖_F (every ratio would be ≈ 1/√d = {1 / np.sqrt(d):.2g}) nor ‖J − J*‖²_F (above); the "
         "code's exact expression is not in the paper, so both norms follow. At Adam 3e-4 and batch 50, PCD has not "
         "converged at 2,000 updates, here or (at this match) in the paper: the converged value is the l1-MLE above "
         f"({floor['per_site']:.3f} in this scale). A failed sampler leaves the negatives near uniform, and Adam then "
