@@ -275,7 +275,7 @@ def test_ebm_model_and_data():
 
 
 def test_table1_report_end_to_end(tmp_path):
-    """The Table 1 report runs at a tiny budget: ‖J − J*‖_F beside the published cells, their
+    """The Table 1 report runs at a tiny budget: ‖J − J*‖_F/√d beside the published cells, their
     ratio and the cell-by-cell agreement summary."""
     from gradmc.experiments.rhodes_learning import run_ising
 

@@ -120,6 +120,12 @@ def _cell(mean: float, sd: float | None) -> str:
     return f"{mean:.3f}" if sd is None else f"{mean:.3f} ({sd:.3g})"
 
 
+def _seeds_cell(values) -> str:
+    """Mean (sd) over seeds of one cell; the mean alone for a single seed."""
+    values = np.asarray(values, np.float64)
+    return _cell(float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else None)
+
+
 def _pyplot():
     import matplotlib
 
@@ -400,18 +406,18 @@ def _table1_agreement(ours: dict, published: dict, failed_factor: float = 3.0) -
 
     best_ours, best_paper = min(ours.values()), min(published.values())
     state = lambda err, best: "failed" if err > failed_factor * best else "converged"  # noqa: E731
-    groups, disagree = {"converged": [], "failed": []}, []
+    groups, agreeing, disagree = {"converged": [], "failed": []}, [], []
     for cell in ours:
         mine, theirs = state(ours[cell], best_ours), state(published[cell], best_paper)
         if mine == theirs:
             groups[mine].append(published[cell] / ours[cell])
+            agreeing.append(cell)
         else:
             disagree.append(f"{cell[0]} at K = {AVG_K[cell[1]]} ({theirs} in the paper, {mine} here)")
     summary = [
         f"{name} in both: {len(r)} cells, published / ours median {np.median(r):.3f} (range {min(r):.3f}–{max(r):.3f})"
         for name, r in groups.items() if r
     ]
-    agreeing = [cell for cell in ours if state(ours[cell], best_ours) == state(published[cell], best_paper)]
     spread = lambda power: max(published[c] / ours[c] ** power for c in agreeing) / min(published[c] / ours[c] ** power for c in agreeing)  # noqa: E731
     return [
         f"Agreement, cell by cell (a cell has failed when its error is over {failed_factor:g}× its table's best): "
@@ -466,8 +472,7 @@ def run_ising(*, out: Path, full: bool, seed: int, progress: bool, budget: dict 
             timing.append(time.perf_counter() - t0)
             col = f"K={AVG_K[j]}"
             for k in tables:
-                e = np.asarray(errs[k], np.float64)
-                rows[k][col] = _cell(float(e.mean()), float(e.std(ddof=1)) if len(e) > 1 else None)
+                rows[k][col] = _seeds_cell(errs[k])
             ours[method, j] = float(np.mean(errs["per_site"]))
             published[method, j] = PUBLISHED_TABLE1[method][j][0]
             paper[col] = _cell(*PUBLISHED_TABLE1[method][j])
@@ -829,7 +834,8 @@ def learn_ebm_J(method: str, K: int, data, truth, b: dict, seed: int, progress: 
     # a stream of its own: key(seed) is also the ground truth's, whose initial J would be G0
     key_params, key_run = jax.random.split(jax.random.fold_in(jax.random.key(seed), 1))
     G0 = 0.01 * jax.random.normal(key_params, (b["seeds"],) + J_star.shape)
-    buffers = np.stack([marginal_buffer(data_marginals(data), b["buffer"], seed + 7919 * r) for r in range(b["seeds"])])
+    marginals = data_marginals(data)
+    buffers = np.stack([marginal_buffer(marginals, b["buffer"], seed + 7919 * r) for r in range(b["seeds"])])
     res = pcd.fit(learner, G0, data, key=key_run, num_updates=b["updates"], num_runs=b["seeds"], buffer=buffers, progress=progress,
                   desc=f"EBM {method} K={K}")
     errs = {k: np.asarray(v) for k, v in errors(symmetric(res.params), J_star).items()}
@@ -857,17 +863,14 @@ def run_ebm(*, out: Path, full: bool, seed: int, progress: bool, budget: dict | 
             errs, buffers, acceptance = learn_ebm_J(method, K, data, truth, b, seed + 100 * i + j, progress)
             timing.append(time.perf_counter() - t_cell)
             col = f"K={EBM_K_GRIDS['AVG'][j]}"
-            for key, target in (("per_site", row), ("frobenius", frobenius_row)):
-                row_errors = errs[key]
-                target[col] = _cell(float(row_errors.mean()), float(row_errors.std(ddof=1)) if len(row_errors) > 1 else None)
-            errors_F = errs["frobenius"]
+            row[col], frobenius_row[col] = _seeds_cell(errs["per_site"]), _seeds_cell(errs["frobenius"])
             starts.append(float(np.mean(errs["start_per_site"])))
             paper[col] = _cell(*PUBLISHED_TABLE2[method][j])
             accept[col] = f"{float(np.mean(acceptance)):.3f}"
             buf = buffers[0]
             sub = rng.choice(len(buf), min(1000, len(buf)), replace=False)
             ref = rng.choice(len(data), min(1000, len(data)), replace=False)
-            points.append((float(errors_F.mean()), mmd(buf[sub], data[ref]), float(np.mean(np.abs(buf.mean(0) - data_mean))),
+            points.append((float(errs["frobenius"].mean()), mmd(buf[sub], data[ref]), float(np.mean(np.abs(buf.mean(0) - data_mean))),
                            float(np.linalg.norm(np.cov(buf, rowvar=False) - data_cov))))
             samples[(method, K)] = buf[:8]
         rows += [row, paper]
