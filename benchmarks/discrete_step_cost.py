@@ -1,4 +1,4 @@
-"""Step cost of the discrete samplers (issue 3's benchmark), one run, 100 chains.
+"""Step cost of the discrete samplers, one run, 100 chains.
 
 (a) On a target whose evaluation dominates — the dense quadratic f(s) = sᵀJs + bᵀs on
     1000 binary coordinates — time per step divided by one batched log-density+gradient
@@ -18,7 +18,7 @@
 Samplers: NCG, AVG, PAVG (M given: the Hessian 2J of the quadratic/Ising, the exact
 precision of poly2 — a fixed M, as after warm-up), GWG, single-site Gibbs (systematic
 scan; a sweep is d steps, its ratio is d × the step's) and MH-uniform (r = 1). Our steps
-are timed as the library's kernel (``Sampler.step``) vmapped over chains in one jitted
+are timed as the library's kernel (``BoundSampler.step``) vmapped over chains in one jitted
 ``lax.scan`` — the runner's own overhead is benchmarks/overhead.py's subject.
 
 Usage: ``python benchmarks/discrete_step_cost.py [--quick] [--clock process]``. Median of
@@ -37,15 +37,15 @@ import jax.numpy as jnp
 import numpy as np
 
 import gradmc
-from gradmc.report import format_table
 from gradmc.random import normal, uniform
+from gradmc.report import format_table
 from gradmc.targets import lattice, ordinal, quadratic
 
 CHAINS = 100
 GRADIENT_SAMPLERS = ("ncg", "avg", "pavg", "gwg")
 
 
-def recipes(target, step_size: float, M) -> dict:
+def samplers(target, step_size: float, M) -> dict:
     return {
         "ncg": gradmc.sampler("ncg", step_size=step_size),
         "avg": gradmc.sampler("avg", step_size=step_size),
@@ -56,12 +56,12 @@ def recipes(target, step_size: float, M) -> dict:
     }
 
 
-def step_time(target, recipe, steps: int, repeats: int) -> float:
-    """Median seconds per step of the library's kernel: ``Sampler.step`` vmapped over the
+def step_time(target, sampler, steps: int, repeats: int) -> float:
+    """Median seconds per step of the library's kernel: ``BoundSampler.step`` vmapped over the
     chains (axis "chain", as the runner does) inside one jitted ``lax.scan``, the per-step
     keys folded in as the runner does; the step statistics are returned so none of the
     kernel's work is dropped. Compilation and the first call are excluded."""
-    bound = recipe.bind(target, 0)
+    bound = sampler.bind(target, 0)
     keys = jax.random.split(jax.random.key(0), CHAINS)
     starts = jax.vmap(target.space.sample_uniform)(jax.random.split(jax.random.key(1), CHAINS))
     states, params = jax.jit(jax.vmap(bound.finalize))(jax.jit(jax.vmap(bound.init))(keys, starts))
@@ -117,13 +117,14 @@ def fused_ncg_time(target, step_size: float, steps: int, repeats: int) -> float:
 
     On two-valued spaces each coordinate is v₁ with probability σ(δ_i) (one uniform, one
     exp, one log1p); otherwise the k values are drawn by inverse CDF from the
-    log-sum-exp-normalised logits. Uniforms from :func:`gradmc.spaces.uniform` (the
+    log-sum-exp-normalised logits. Uniforms from :func:`gradmc.random.uniform` (the
     fastest way to draw them here), so this is the floor of the library's step."""
     v = jnp.asarray(target.space.values, jnp.float32)
     grad_fn = jax.vmap(jax.value_and_grad(target.logdensity_fn))
     k = v.size
 
     if k == 2:
+
         def gap(s, g):  # log q(v1) - log q(v0)
             return (0.5 * g + s / step_size) * (v[1] - v[0]) - (v[1] ** 2 - v[0] ** 2) / (2 * step_size)
 
@@ -136,6 +137,7 @@ def fused_ncg_time(target, step_size: float, steps: int, repeats: int) -> float:
         def score(idx, s, g):
             return jnp.sum(jax.nn.log_sigmoid(jnp.where(idx == 1, 1, -1) * gap(s, g)), -1)
     else:
+
         def log_q(s, g):  # (chains, d, k), normalised
             logits = (0.5 * g + s / step_size)[..., None] * v - v * v / (2 * step_size)
             return logits - jax.nn.logsumexp(logits, -1, keepdims=True)
@@ -161,8 +163,12 @@ def fused_ncg_time(target, step_size: float, steps: int, repeats: int) -> float:
         log_ratio = f_new - f + score(idx, s_new, g_new) - log_forward
         accept = jnp.log(jax.random.uniform(k_mh, f.shape)) < log_ratio
         a = accept[:, None]
-        return (jnp.where(a, s_new, s), jnp.where(accept, f_new, f), jnp.where(a, g_new, g),
-                jnp.where(a, new_idx, idx)), None
+        return (
+            jnp.where(a, s_new, s),
+            jnp.where(accept, f_new, f),
+            jnp.where(a, g_new, g),
+            jnp.where(a, new_idx, idx),
+        ), None
 
     @jax.jit
     def run(carry):
@@ -194,8 +200,13 @@ def part_a(steps: int, repeats: int) -> list[dict]:
     evaluation = evaluation_time(target, steps, repeats)
 
     def row(name, t, goal=""):
-        return {"sampler": name, "us_per_step": 1e6 * t, "us_per_eval": 1e6 * evaluation, "ratio": t / evaluation,
-                "goal": goal}
+        return {
+            "sampler": name,
+            "us_per_step": 1e6 * t,
+            "us_per_eval": 1e6 * evaluation,
+            "ratio": t / evaluation,
+            "goal": goal,
+        }
 
     floor = {  # what a step is made of, each per batched step of all chains
         "  part: d uniforms, jax.random.uniform": lambda key, x: x + jax.random.uniform(key, x.shape),
@@ -207,8 +218,8 @@ def part_a(steps: int, repeats: int) -> list[dict]:
     rows = [row("f+grad evaluation", evaluation)]
     rows += [row(name, op_time(op, d, steps, repeats)) for name, op in floor.items()]
     rows.append(row("fused NCG (inline)", fused_ncg_time(target, 0.5, steps, repeats)))
-    for name, recipe in recipes(target, 0.5, 2 * np.asarray(target.metadata["J"])).items():
-        t = step_time(target, recipe, steps, repeats)
+    for name, sampler in samplers(target, 0.5, 2 * np.asarray(target.metadata["J"])).items():
+        t = step_time(target, sampler, steps, repeats)
         rows.append(row(name, t, "<= 1.3" if name in GRADIENT_SAMPLERS else ""))
         if name == "gibbs":
             rows.append(row("gibbs sweep (d steps)", t * d))
@@ -225,25 +236,41 @@ def part_b(steps: int, repeats: int) -> list[dict]:
     rows = []
     for target, eps, M in cases:
         fused = fused_ncg_time(target, eps, steps, repeats)
-        for name, recipe in recipes(target, eps, M).items():
-            t = step_time(target, recipe, steps, repeats)
-            rows.append({"target": f"{target.name} (d={target.dim})", "sampler": name, "us_per_step": 1e6 * t,
-                         "us_fused_ncg": 1e6 * fused, "ratio": t / fused, "goal": "<= 1.2"})
+        for name, sampler in samplers(target, eps, M).items():
+            t = step_time(target, sampler, steps, repeats)
+            rows.append(
+                {
+                    "target": f"{target.name} (d={target.dim})",
+                    "sampler": name,
+                    "us_per_step": 1e6 * t,
+                    "us_fused_ncg": 1e6 * fused,
+                    "ratio": t / fused,
+                    "goal": "<= 1.2",
+                }
+            )
     return rows
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer steps and repeats")
-    parser.add_argument("--clock", choices=("wall", "process"), default="wall",
-                        help="wall-clock time (default) or this process's CPU time (for a machine shared with other jobs; "
-                        "counts every thread of XLA's CPU runtime)")
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "process"),
+        default="wall",
+        help="wall-clock time (default) or this process's CPU time (for a machine shared with other jobs; "
+        "counts every thread of XLA's CPU runtime)",
+    )
     args = parser.parse_args(argv)
     global CLOCK
     CLOCK = time.process_time if args.clock == "process" else time.perf_counter
     steps, repeats = (50, 1) if args.quick else (200, 3)
     print(f"devices: {jax.devices()}; {CHAINS} chains; {steps} steps; median of {repeats}; {args.clock} clock\n")
-    print(format_table(part_a(steps, repeats), title="(a) step time / one batched f+grad evaluation, dense quadratic, 1000 binary"))
+    print(
+        format_table(
+            part_a(steps, repeats), title="(a) step time / one batched f+grad evaluation, dense quadratic, 1000 binary"
+        )
+    )
     print()
     print(format_table(part_b(steps, repeats), title="(b) step time / minimal fused NCG step"))
 

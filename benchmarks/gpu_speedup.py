@@ -1,4 +1,4 @@
-"""Accelerator speed-up of the Ising, ordinal and logistic-regression workloads (issue 8).
+"""Accelerator speed-up of the Ising, ordinal and logistic-regression workloads.
 
 Runs the same sampling job on the CPU and on the default accelerator (when JAX sees one)
 and prints draws per second and the ratio. Nothing in gradmc changes between the two:
@@ -26,9 +26,18 @@ WORKLOADS = [
 ]
 
 
-def throughput(device, target, recipe, chains: int, steps: int) -> float:
-    trace = gradmc.sample(target, recipe, num_chains=chains, num_warmup=0, num_draws=steps, seed=0, progress=False,
-                          devices=[device], keep=lambda x: jnp.mean(x))
+def throughput(device, target, sampler, chains: int, steps: int) -> float:
+    trace = gradmc.sample(
+        target,
+        sampler,
+        num_chains=chains,
+        num_warmup=0,
+        num_draws=steps,
+        seed=0,
+        progress=False,
+        devices=[device],
+        keep=lambda x: jnp.mean(x),
+    )
     return chains * steps / trace.sampling_seconds
 
 
@@ -41,12 +50,12 @@ def main() -> None:
     accelerator = jax.devices()[0] if jax.default_backend() != "cpu" else None
     print(f"CPU: {cpu}; accelerator: {accelerator or 'none found (CPU only)'}")
     rows = []
-    for label, target_name, target_opts, sampler, opts in WORKLOADS:
+    for label, target_name, target_opts, sampler_name, opts in WORKLOADS:
         target = gradmc.target(target_name, **target_opts)
-        recipe = gradmc.sampler(sampler, **opts)
-        row = {"workload": label, "cpu_draws_per_s": throughput(cpu, target, recipe, args.chains, args.steps)}
+        sampler = gradmc.sampler(sampler_name, **opts)
+        row = {"workload": label, "cpu_draws_per_s": throughput(cpu, target, sampler, args.chains, args.steps)}
         if accelerator is not None:
-            row["accel_draws_per_s"] = throughput(accelerator, target, recipe, args.chains, args.steps)
+            row["accel_draws_per_s"] = throughput(accelerator, target, sampler, args.chains, args.steps)
             row["speedup"] = row["accel_draws_per_s"] / row["cpu_draws_per_s"]
         rows.append(row)
     print(format_table(rows, title=f"{args.chains} chains x {args.steps} steps (compilation excluded)"))

@@ -1,4 +1,4 @@
-"""Step cost of the HAMS family (issue 5's benchmark), one run, 100 chains.
+"""Step cost of the HAMS family, one run, 100 chains.
 
 (a) Time per step of V-PDHAMS and O-PDHAMS divided by PAVG's, on the 7-state clock Potts
     model (20×20, W calibrated-like: the lattice adjacency scaled, dense 400×400) and on the
@@ -29,8 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.adapt.preconditioner import make_preconditioner as rg_preconditioner
-from gradmc.discrete import hams, pavg
 from gradmc.base import Target
+from gradmc.discrete import hams, pavg, second_order
 from gradmc.report import format_table
 from gradmc.spaces import Ordinal
 from gradmc.targets import hams_targets, lattice
@@ -109,16 +109,25 @@ def interleaved_times(loops: dict, steps: int, repeats: int) -> dict:
 
 def pdhams_loops(target, W, delta, steps):
     f, space = target.logdensity_fn, target.space
-    precond = hams.pdhams_preconditioner(W, delta)
+    precond = second_order.pdhams_preconditioner(W, delta)
     rg = rg_preconditioner(W, 2.0 / delta)  # the same W + D for Rhodes & Gutmann's PAVG
     loops = {}
-    for name, beta, eps, phi in (("pavg-variance", 1.0, 0.0, 0.0), ("v-pdhams", 1.0, 0.9, -0.5), ("o-pdhams", 0.1, 0.9, -0.5)):
+    for name, beta, eps, phi in (
+        ("pavg-variance", 1.0, 0.0, 0.0),
+        ("v-pdhams", 1.0, 0.9, -0.5),
+        ("o-pdhams", 0.1, 0.9, -0.5),
+    ):
         kernel = hams.build_kernel(beta)
-        loops[name] = kernel_loop(lambda key, st, kernel=kernel, eps=eps, phi=phi: kernel(key, st, f, space, precond, eps, phi),
-                                  lambda key, s: hams.init(s, f, key), target, steps)
+        loops[name] = kernel_loop(
+            lambda key, st, kernel=kernel, eps=eps, phi=phi: kernel(key, st, f, space, precond, eps, phi),
+            lambda key, s: hams.init(s, f, key),
+            target,
+            steps,
+        )
     rg_kernel = pavg.build_kernel()
-    loops["pavg (R&G)"] = kernel_loop(lambda key, st: rg_kernel(key, st, f, space, rg), lambda key, s: pavg.init(s, f),
-                                      target, steps)
+    loops["pavg (R&G)"] = kernel_loop(
+        lambda key, st: rg_kernel(key, st, f, space, rg), lambda key, s: pavg.init(s, f), target, steps
+    )
     return loops
 
 
@@ -130,9 +139,16 @@ def part_a(steps: int, repeats: int) -> list[dict]:
     for target, W, delta in ((potts, W_potts, 1.0), (gauss, gauss.metadata["W"], 0.05)):
         times = interleaved_times(pdhams_loops(target, W, delta, steps), steps, repeats)
         for name in ("v-pdhams", "o-pdhams"):
-            rows.append({"target": f"{target.name} (d={target.dim})", "sampler": name, "us_per_step": 1e6 * times[name],
-                         "vs_pavg_RG": times[name] / times["pavg (R&G)"],
-                         "vs_pavg_variance": times[name] / times["pavg-variance"], "goal": "<= 1.3"})
+            rows.append(
+                {
+                    "target": f"{target.name} (d={target.dim})",
+                    "sampler": name,
+                    "us_per_step": 1e6 * times[name],
+                    "vs_pavg_RG": times[name] / times["pavg (R&G)"],
+                    "vs_pavg_variance": times[name] / times["pavg-variance"],
+                    "goal": "<= 1.3",
+                }
+            )
     return rows
 
 
@@ -152,14 +168,28 @@ def part_b(dims, steps: int, repeats: int) -> list[dict]:
         target, W = dense_quadratic(d)
         steps = max(20, steps * 100 // d)  # the same work per run at every d
         loops = pdhams_loops(target, W, 0.5, steps)
-        loops = {"f+grad": evaluation_loop(target, steps), "3 matvec": matvec_loop(W, steps),
-                 "pavg (R&G)": loops["pavg (R&G)"], "v-pdhams": loops["v-pdhams"], "o-pdhams": loops["o-pdhams"]}
+        loops = {
+            "f+grad": evaluation_loop(target, steps),
+            "3 matvec": matvec_loop(W, steps),
+            "pavg (R&G)": loops["pavg (R&G)"],
+            "v-pdhams": loops["v-pdhams"],
+            "o-pdhams": loops["o-pdhams"],
+        }
         times = interleaved_times(loops, steps, repeats)
         for name in ("pavg (R&G)", "v-pdhams", "o-pdhams"):
-            rows.append({"d": d, "sampler": name, "us_per_step": 1e6 * times[name], "us_per_eval": 1e6 * times["f+grad"],
-                         "us_3_matvec": 1e6 * times["3 matvec"], "ratio": times[name] / times["f+grad"],
-                         "floor": (times["f+grad"] + times["3 matvec"]) / times["f+grad"],
-                         "matvec_share": times["3 matvec"] / times[name], "goal": "<= 1.5" if d == 1000 else ""})
+            rows.append(
+                {
+                    "d": d,
+                    "sampler": name,
+                    "us_per_step": 1e6 * times[name],
+                    "us_per_eval": 1e6 * times["f+grad"],
+                    "us_3_matvec": 1e6 * times["3 matvec"],
+                    "ratio": times[name] / times["f+grad"],
+                    "floor": (times["f+grad"] + times["3 matvec"]) / times["f+grad"],
+                    "matvec_share": times["3 matvec"] / times[name],
+                    "goal": "<= 1.5" if d == 1000 else "",
+                }
+            )
     return rows
 
 
@@ -168,8 +198,10 @@ def dominance_line(rows: list[dict]) -> str:
     kernel's three d×d products alone, and with the dense target's own f+∇f (also O(d²))."""
     rows = sorted((row for row in rows if row["sampler"] == "v-pdhams"), key=lambda row: row["d"])
     lines = []
-    for what, share in (("its three d×d products", lambda r: r["us_3_matvec"] / r["us_per_step"]),
-                        ("those and f+∇f", lambda r: (r["us_3_matvec"] + r["us_per_eval"]) / r["us_per_step"])):
+    for what, share in (
+        ("its three d×d products", lambda r: r["us_3_matvec"] / r["us_per_step"]),
+        ("those and f+∇f", lambda r: (r["us_3_matvec"] + r["us_per_eval"]) / r["us_per_step"]),
+    ):
         above = [r["d"] for r in rows if share(r) > 0.5]
         where = f"from d ≈ {above[0]}" if above else f"at none of the measured d (up to {rows[-1]['d']})"
         text = ", ".join(f"d={r['d']}: {100 * share(r):.0f}%" for r in rows)

@@ -1,4 +1,4 @@
-"""Runner overhead and step cost, measured in one run (issue 2's benchmark).
+"""Runner overhead and step cost, measured in one run.
 
 (a) ``gradmc.sample`` against a hand-written ``lax.scan(vmap(blackjax step))`` for RWM,
     MALA, HMC-10 and NUTS on Neal's 100-D Gaussian, 100 chains, same fixed step size
@@ -54,10 +54,11 @@ def blackjax_loop(step, states, num_steps: int, chains: int):
     return lambda: np.asarray(run(jax.random.key(1), states)[1])
 
 
-def gradmc_run(target, recipe, num_steps: int, chains: int, init=None):
+def gradmc_run(target, sampler, num_steps: int, chains: int, init=None):
     def go():
-        return gradmc.sample(target, recipe, num_chains=chains, num_warmup=0, num_draws=num_steps, seed=1,
-                             progress=False, init=init)
+        return gradmc.sample(
+            target, sampler, num_chains=chains, num_warmup=0, num_draws=num_steps, seed=1, progress=False, init=init
+        )
 
     def timed():
         return go().timing["sampling_s"]
@@ -72,19 +73,25 @@ def part_a(steps: int, chains: int, repeats: int) -> list[dict]:
     d = target.dim
     imm = jnp.ones(d)
     cases = [
-        ("rwm", gradmc.sampler("rwm", step_size=0.02, adapt=None),
-         blackjax.additive_step_random_walk.normal_random_walk(logdensity, 0.02 * jnp.ones(d))),
+        (
+            "rwm",
+            gradmc.sampler("rwm", step_size=0.02, adapt=None),
+            blackjax.additive_step_random_walk.normal_random_walk(logdensity, 0.02 * jnp.ones(d)),
+        ),
         ("mala", gradmc.sampler("mala", step_size=2e-4, adapt=None), blackjax.mala(logdensity, 2e-4)),
-        ("hmc-10", gradmc.sampler("hmc", step_size=0.01, adapt=None, num_integration_steps=10),
-         blackjax.hmc(logdensity, 0.01, imm, 10)),
+        (
+            "hmc-10",
+            gradmc.sampler("hmc", step_size=0.01, adapt=None, num_integration_steps=10),
+            blackjax.hmc(logdensity, 0.01, imm, 10),
+        ),
         ("nuts", gradmc.sampler("nuts", step_size=0.01), blackjax.nuts(logdensity, 0.01, imm)),
     ]
     rows = []
-    for name, recipe, alg in cases:
+    for name, sampler, alg in cases:
         n = steps // 10 if name == "nuts" else steps  # a NUTS step is ~100x dearer here
         states = jax.vmap(alg.init)(x0)
         baseline = blackjax_loop(alg.step, states, n, chains)
-        ours = gradmc_run(target, recipe, n, chains, init=x0)  # same starts as the baseline
+        ours = gradmc_run(target, sampler, n, chains, init=x0)  # same starts as the baseline
         ours()  # warm the compilation cache path once
         t_ours = statistics.median(ours() for _ in range(repeats))
         t_bj = median_time(baseline, repeats)
@@ -121,25 +128,45 @@ def part_b(steps: int, chains: int, repeats: int, num_data: int) -> list[dict]:
     for target in targets:
         eval_grad = evaluation_time(target, chains, steps, repeats, True)
         eval_only = evaluation_time(target, chains, steps, repeats, False)
-        for name, recipe in [
+        for name, sampler in [
             ("rwm", gradmc.sampler("rwm", step_size=1e-3, adapt=None)),
             ("mala", gradmc.sampler("mala", step_size=1e-5, adapt=None)),
             ("am", gradmc.sampler("am")),
         ]:
-            run = gradmc_run(target, recipe, steps, chains)
+            run = gradmc_run(target, sampler, steps, chains)
             run()
             per_step = statistics.median(run() for _ in range(repeats)) / steps
-            rows.append({
-                "target": target.name, "sampler": name, "step_ms": 1e3 * per_step,
-                "eval+grad_ms": 1e3 * eval_grad, "eval_ms": 1e3 * eval_only,
-                "step/(eval+grad)": per_step / eval_grad, "step/eval": per_step / eval_only,
-            })
+            rows.append(
+                {
+                    "target": target.name,
+                    "sampler": name,
+                    "step_ms": 1e3 * per_step,
+                    "eval+grad_ms": 1e3 * eval_grad,
+                    "eval_ms": 1e3 * eval_only,
+                    "step/(eval+grad)": per_step / eval_grad,
+                    "step/eval": per_step / eval_only,
+                }
+            )
     return rows
 
 
 def part_c() -> float:
-    cmd = [sys.executable, "-m", "gradmc.cli", "compare", "banana", "--samplers", "rwm,mala,hmc,nuts,am",
-           "--warmup", "500", "--draws", "1000", "--no-progress", "--out", "/tmp/gradmc-bench-compare"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "gradmc.cli",
+        "compare",
+        "banana",
+        "--samplers",
+        "rwm,mala,hmc,nuts,am",
+        "--warmup",
+        "500",
+        "--draws",
+        "1000",
+        "--no-progress",
+        "--out",
+        "/tmp/gradmc-bench-compare",
+    ]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True)
     return time.perf_counter() - t0
@@ -151,11 +178,23 @@ def main() -> None:
     args = parser.parse_args()
     steps, repeats = (200, 2) if args.quick else (1000, 3)
     chains = 100
-    print(f"jax {jax.__version__}, blackjax {blackjax.__version__}, devices {jax.devices()}, {chains} chains, {steps} steps")
-    print(format_table(part_a(steps, chains, repeats), title="(a) runner overhead on Neal's 100-D Gaussian: gradmc.sample vs lax.scan(vmap(blackjax step))"))
+    print(
+        f"jax {jax.__version__}, blackjax {blackjax.__version__}, devices {jax.devices()}, {chains} chains, "
+        f"{steps} steps"
+    )
+    print(
+        format_table(
+            part_a(steps, chains, repeats),
+            title="(a) runner overhead on Neal's 100-D Gaussian: gradmc.sample vs lax.scan(vmap(blackjax step))",
+        )
+    )
     print()
-    print(format_table(part_b(steps // 4 if not args.quick else 50, chains, repeats, 5000),
-                       title="(b) time per step / one batched evaluation (100 chains)"))
+    print(
+        format_table(
+            part_b(steps // 4 if not args.quick else 50, chains, repeats, 5000),
+            title="(b) time per step / one batched evaluation (100 chains)",
+        )
+    )
     print()
     print(f"(c) cold start of `gradmc compare banana` (5 samplers, 4 chains, 500+1000 steps): {part_c():.1f} s")
 

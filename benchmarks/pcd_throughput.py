@@ -1,4 +1,4 @@
-"""PCD update throughput against its floor (issue 7 benchmark).
+"""PCD update throughput against its floor.
 
 100-D Ising (10x10 torus, f(s) = sᵀJs), K = 10, buffer 5000, batch 50, for NCG and Gibbs:
 updates per second of the jitted PCD update, and the ratio of its time to the cost of
@@ -40,7 +40,9 @@ def _kernel_only(learner, G, states, key):
 
     def one(chains, key):
         keys = jax.random.split(key, states.shape[0])
-        return jax.vmap(lambda k, c: learner.kernel.step(k, c, logdensity, learner.space, **params))(keys, chains)[0], None
+        return jax.vmap(lambda k, c: learner.kernel.step(k, c, logdensity, learner.space, **params))(keys, chains)[
+            0
+        ], None
 
     return jax.lax.scan(one, chains, jax.random.split(key, learner.num_steps))[0].position
 
@@ -55,11 +57,20 @@ def main(updates: int = 300, K: int = 10, batch: int = 50, buffer: int = 5000, r
 
     def floor(G, states, key):
         """K batched value+grad evaluations, then one parameter-gradient step."""
+
         def body(i, s):
             _, g = jax.vmap(jax.value_and_grad(lambda x: ising_logdensity(G, x)))(s)
-            return jnp.where(g > 0, 1.0, -1.0) * jnp.where(jax.random.uniform(jax.random.fold_in(key, i), s.shape) < 0.5, 1.0, -1.0)
+            return jnp.where(g > 0, 1.0, -1.0) * jnp.where(
+                jax.random.uniform(jax.random.fold_in(key, i), s.shape) < 0.5, 1.0, -1.0
+            )
+
         s = jax.lax.fori_loop(0, K, body, states)
-        loss = lambda G: jnp.mean(jax.vmap(lambda x: ising_logdensity(G, x))(s)) - jnp.mean(jax.vmap(lambda x: ising_logdensity(G, x))(states))  # noqa: E731
+
+        def loss(G):
+            return jnp.mean(jax.vmap(lambda x: ising_logdensity(G, x))(s)) - jnp.mean(
+                jax.vmap(lambda x: ising_logdensity(G, x))(states)
+            )  # noqa: E731
+
         return G - 1e-3 * jax.grad(loss)(G)
 
     floor_fn = jax.jit(floor)
@@ -93,10 +104,16 @@ def main(updates: int = 300, K: int = 10, batch: int = 50, buffer: int = 5000, r
             per_update[name].append(seconds)
             ratios[name].append(seconds / floor_s)
             kernel_ratios[name].append(timed(kernel_fn, jax.random.key(2), repeats=updates) / floor_s)
-    print(f"floor (K={K} batched logdensity+grad on {batch} chains + 1 parameter-gradient step): median {1e3 * np.median(floors):.3f} ms")
+    print(
+        f"floor (K={K} batched logdensity+grad on {batch} chains + 1 parameter-gradient step): median "
+        f"{1e3 * np.median(floors):.3f} ms"
+    )
     for name in runners:
-        print(f"{name:6s}: {1.0 / np.median(per_update[name]):8.1f} updates/s, median ratio to floor {np.median(ratios[name]):.2f}x "
-              f"(rounds: {', '.join(f'{r:.2f}' for r in ratios[name])}); K kernel steps alone {np.median(kernel_ratios[name]):.2f}x")
+        print(
+            f"{name:6s}: {1.0 / np.median(per_update[name]):8.1f} updates/s, median ratio to floor "
+            f"{np.median(ratios[name]):.2f}x (rounds: {', '.join(f'{r:.2f}' for r in ratios[name])}); K kernel "
+            f"steps alone {np.median(kernel_ratios[name]):.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Throughput as chains and devices grow (issue 8's benchmark).
+"""Throughput as chains and devices grow.
 
 Draws per second (chains x steps / sampling seconds, compilation excluded) for 10, 100,
 1,000 and 10,000 chains of NCG on the 100-D Ising model and of MALA on a 100-D Gaussian,
@@ -30,10 +30,12 @@ from gradmc.targets.quadratic import quadratic_target
 steps, chain_counts, rolls = int(sys.argv[1]), [int(c) for c in sys.argv[2].split(",")], sys.argv[3] == "1"
 rows = []
 ising = gradmc.target("ising", side=10, strength=0.2)
-cases = [("ncg", ising, dict(step_size=0.5)), ("mala", gradmc.target("gaussian", dim=100), dict(step_size=0.1, adapt=None))]
+cases = [("ncg", ising, dict(step_size=0.5)),
+         ("mala", gradmc.target("gaussian", dim=100), dict(step_size=0.1, adapt=None))]
 if rolls:
     adjacency = neighbour_sum(10)
-    cases.insert(1, ("ncg", quadratic_target(None, ising.metadata["b"], ising.space, apply_J=lambda x: 0.2 * adjacency(x),
+    cases.insert(1, ("ncg", quadratic_target(None, ising.metadata["b"], ising.space,
+                                             apply_J=lambda x: 0.2 * adjacency(x),
                                              name="ising (rolls)", max_enumerate=0), dict(step_size=0.5)))
 for sampler, target, opts in cases:
     for chains in chain_counts:
@@ -57,7 +59,13 @@ def run_worker(devices: int, steps: int, chains: str, rolls: bool) -> list[dict]
     env = dict(os.environ)
     if devices > 1:
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}".strip()
-    out = subprocess.run([sys.executable, "-c", WORKER, str(steps), chains, str(int(rolls))], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", WORKER, str(steps), chains, str(int(rolls))],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -66,7 +74,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--max-chains", type=int, default=10000)
     parser.add_argument("--devices", default="1,4", help="device counts to compare (CPU: forced host devices)")
-    parser.add_argument("--rolls", action="store_true", help="also run the 100-D Ising model with J s by neighbour rolls")
+    parser.add_argument(
+        "--rolls", action="store_true", help="also run the 100-D Ising model with J s by neighbour rolls"
+    )
     args = parser.parse_args()
     chains = ",".join(str(c) for c in (10, 100, 1000, 10000) if c <= args.max_chains)
     rows = [r for d in args.devices.split(",") for r in run_worker(int(d), args.steps, chains, args.rolls)]
@@ -77,8 +87,14 @@ def main() -> None:
         key = (r["sampler"], r["target"], r["devices"])
         base.setdefault(key, r["draws_per_s"] / r["chains"])
         r["vs_linear"] = r["draws_per_s"] / (base[key] * r["chains"])  # 1.0 = perfectly linear in chains
-    print(format_table(rows, ["sampler", "target", "devices", "chains", "draws_per_s", "vs_linear"],
-                       title=f"throughput, {args.steps} steps per chain (vs_linear: draws/s over chains x draws/s of the smallest run)"))
+    print(
+        format_table(
+            rows,
+            ["sampler", "target", "devices", "chains", "draws_per_s", "vs_linear"],
+            title=f"throughput, {args.steps} steps per chain (vs_linear: draws/s over chains x draws/s of the "
+            "smallest run)",
+        )
+    )
 
 
 if __name__ == "__main__":

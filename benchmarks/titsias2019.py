@@ -1,4 +1,4 @@
-"""gadMALAf against BlackJAX NUTS: min ESS/s ratio on Neal's Gaussian and Caravan (issue 4).
+"""gadMALAf against BlackJAX NUTS: min ESS/s ratio on Neal's Gaussian and Caravan.
 
 From one run of the experiment's protocol at its default budget (``titsias2019``:
 gadMALAf 10,000 warm-up + 10,000 kept, NUTS 200 warm-up + 1,000 kept, 2 repeats), prints
@@ -23,9 +23,8 @@ import argparse
 
 import numpy as np
 
+import gradmc
 from gradmc.experiments.titsias import DEFAULT_BUDGET, FULL_BUDGET, PUBLISHED, run_method
-from gradmc.registry import sampler as recipe
-from gradmc.registry import target as make_target
 from gradmc.report import format_table
 
 TARGETS = ("neal-100", "logistic-caravan")
@@ -41,25 +40,35 @@ def main(argv=None) -> int:
     budget = FULL_BUDGET if args.full else DEFAULT_BUDGET
     repeats = args.repeats or budget.repeats
     methods = {
-        "gadMALAf": (recipe("gadmala-f"), budget.warmup, budget.draws),
-        "NUTS (diag)": (recipe("nuts"), budget.nuts_warmup, budget.nuts_draws),
+        "gadMALAf": (gradmc.sampler("gadmala-f"), budget.warmup, budget.draws),
+        "NUTS (diag)": (gradmc.sampler("nuts"), budget.nuts_warmup, budget.nuts_draws),
     }
     if args.dense:
-        methods["NUTS (dense)"] = (recipe("nuts", dense_mass=True), budget.nuts_warmup, budget.nuts_draws)
+        methods["NUTS (dense)"] = (gradmc.sampler("nuts", dense_mass=True), budget.nuts_warmup, budget.nuts_draws)
     nuts = [m for m in methods if m.startswith("NUTS")]
     rows, ratios = [], {}
     for t, name in enumerate(TARGETS):
-        target = make_target(name)
+        target = gradmc.target(name)
         rate, per_eval = {}, {}
-        for i, (label, (rec, warmup, draws)) in enumerate(methods.items()):
-            res = run_method(target, label, rec, warmup, draws, repeats, args.seed + 1000 * i + 100_000 * t, sequential=True)
+        for i, (label, (sampler, warmup, draws)) in enumerate(methods.items()):
+            res = run_method(
+                target, label, sampler, warmup, draws, repeats, args.seed + 1000 * i + 100_000 * t, sequential=True
+            )
             rate[label] = res.min_ess_per_s
             per_eval[label] = res.min_ess_per_1k_evals
-            rows.append({"target": name, "method": label, "iterations": f"{warmup} + {draws}",
-                         "time s": float(np.mean(res.seconds)), "accept": float(np.mean(res.accept)),
-                         "min ESS": float(np.mean(res.ess[:, 0])), "min ESS/s": float(np.mean(res.min_ess_per_s)),
-                         "sd": float(np.std(res.min_ess_per_s, ddof=1)) if repeats > 1 else 0.0,
-                         "min ESS/1k evals": float(np.mean(res.min_ess_per_1k_evals))})
+            rows.append(
+                {
+                    "target": name,
+                    "method": label,
+                    "iterations": f"{warmup} + {draws}",
+                    "time s": float(np.mean(res.seconds)),
+                    "accept": float(np.mean(res.accept)),
+                    "min ESS": float(np.mean(res.ess[:, 0])),
+                    "min ESS/s": float(np.mean(res.min_ess_per_s)),
+                    "sd": float(np.std(res.min_ess_per_s, ddof=1)) if repeats > 1 else 0.0,
+                    "min ESS/1k evals": float(np.mean(res.min_ess_per_1k_evals)),
+                }
+            )
         best = max(nuts, key=lambda k: float(np.mean(rate[k])))
         paper = PUBLISHED[name]["gadMALAf"].min_ess_per_s / PUBLISHED[name]["NUTS"].min_ess_per_s
         ratios[name] = {

@@ -50,7 +50,9 @@ def run_nuts(logdensity_fn, dim: int, num_chains: int, num_warmup: int, num_draw
         return draws, steps, acc, params["step_size"]
 
     run = jax.jit(jax.vmap(one_chain))
-    draws, steps, acc, step_size = run(positions, jax.random.split(key_warm, num_chains), jax.random.split(key_draw, num_chains))
+    draws, steps, acc, step_size = run(
+        positions, jax.random.split(key_warm, num_chains), jax.random.split(key_draw, num_chains)
+    )
     return np.asarray(draws), np.asarray(steps), np.asarray(acc), np.asarray(step_size)
 
 
@@ -77,8 +79,11 @@ def reference(name: str, num_chains: int, num_warmup: int, num_draws: int, seed:
         "seconds": round(seconds, 1),
         "settings": {"num_chains": num_chains, "num_warmup": num_warmup, "num_draws": num_draws, "seed": seed},
     }
-    print(f"{name:10s} d={target.dim:3d} R-hat max {entry['rhat_max']:.4f}  ESS bulk min {entry['ess_bulk_min']:.0f}  "
-          f"steps {entry['mean_integration_steps']:.1f}  {seconds:.0f}s", flush=True)
+    print(
+        f"{name:10s} d={target.dim:3d} R-hat max {entry['rhat_max']:.4f}  ESS bulk min {entry['ess_bulk_min']:.0f}  "
+        f"steps {entry['mean_integration_steps']:.1f}  {seconds:.0f}s",
+        flush=True,
+    )
     if not entry["rhat_max"] < RHAT_MAX:
         raise SystemExit(f"{name}: R-hat {entry['rhat_max']:.4f} >= {RHAT_MAX}; run longer")
     return entry
@@ -94,9 +99,11 @@ def main() -> None:
     args = parser.parse_args()
 
     table = json.loads(OUT.read_text()) if OUT.exists() else {"datasets": {}}
-    table["method"] = ("BlackJAX NUTS, window adaptation (diagonal mass matrix, target acceptance 0.8), "
-                       "float64, independent chains from N(0, I); accepted when split R-hat < 1.01 for "
-                       "every coordinate; MCSE from ArviZ")
+    table["method"] = (
+        "BlackJAX NUTS, window adaptation (diagonal mass matrix, target acceptance 0.8), "
+        "float64, independent chains from N(0, I); accepted when split R-hat < 1.01 for "
+        "every coordinate; MCSE from ArviZ"
+    )
     table["versions"] = {"jax": jax.__version__, "blackjax": blackjax.__version__, "arviz": az.__version__}
     unknown = sorted(set(args.datasets) - set(DATASETS))
     if unknown:

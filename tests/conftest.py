@@ -1,4 +1,4 @@
-"""Shared fixtures: small targets whose truth is exact, built once per session."""
+"""Shared fixtures: small targets whose truth is exact, built once per test run."""
 
 import jax
 import jax.numpy as jnp

@@ -19,7 +19,10 @@ def test_list_shows_targets_samplers_and_experiments(capsys):
 
 
 def test_sample_prints_summary_and_writes_trace_and_plots(tmp_path, capsys):
-    assert main(["sample", "banana", "--sampler", "mala", "--option", "target_accept=0.6", "--out", str(tmp_path), *SMALL]) == 0
+    assert (
+        main(["sample", "banana", "--sampler", "mala", "--option", "target_accept=0.6", "--out", str(tmp_path), *SMALL])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "ess_bulk" in out and "r_hat" in out and "acceptance" in out
     import arviz as az
@@ -31,13 +34,29 @@ def test_sample_prints_summary_and_writes_trace_and_plots(tmp_path, capsys):
 
 def test_sample_extended_resamples_back_to_the_target(tmp_path, capsys):
     """--extended N runs the pseudo-extended target and reports the importance weights' ESS."""
-    argv = ["sample", "banana", "--sampler", "nuts", "--extended", "2", "--extended-option", "beta_bounds=[0.1,1]", "--out", str(tmp_path), *SMALL]
+    argv = [
+        "sample",
+        "banana",
+        "--sampler",
+        "nuts",
+        "--extended",
+        "2",
+        "--extended-option",
+        "beta_bounds=[0.1,1]",
+        "--out",
+        str(tmp_path),
+        *SMALL,
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "pseudo-extended, N = 2: importance-weight ESS" in out and "of 160 particles" in out
     import arviz as az
 
-    assert az.from_netcdf(tmp_path / "trace.nc").posterior["x"].shape == (2, 40, 2)  # draws of the target, not particles
+    assert az.from_netcdf(tmp_path / "trace.nc").posterior["x"].shape == (
+        2,
+        40,
+        2,
+    )  # draws of the target, not particles
 
 
 def test_compare_table_and_figures(tmp_path, capsys):

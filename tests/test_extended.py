@@ -10,7 +10,7 @@ import gradmc
 import gradmc.targets.mixtures  # noqa: F401  (registers the mixture targets)
 from gradmc.base import Target
 from gradmc.diagnostics.ess import summary
-from gradmc.extended import pseudo_extended, resample_extended, sample_pseudo_extended
+from gradmc.extended import pseudo_extended, resample_extended
 from gradmc.spaces import Real
 
 Z_CRIT = norm.ppf(1 - 0.01 / 2)  # two-sided p = 0.01
@@ -45,7 +45,10 @@ def test_n1_extended_density_equals_original(bimodal, kou_a):
         with_q = pseudo_extended(target, 1, proposal=lambda x: -0.5 * jnp.sum(x**2))
         zs = jnp.concatenate([xs, us[:, None]], axis=1)
         original = jax.vmap(target.logdensity_fn)(xs)
-        batch = lambda f: jax.jit(jax.vmap(f))
+
+        def batch(f):
+            return jax.jit(jax.vmap(f))
+
         np.testing.assert_allclose(batch(ext.logdensity_fn)(zs) - log_jacobian(us), original, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(batch(fixed.logdensity_fn)(xs), original, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(batch(with_q.logdensity_fn)(xs), original, rtol=1e-5, atol=1e-5)
@@ -57,7 +60,10 @@ def test_extended_density_is_eq4_and_eq8(bimodal):
     """Eq. 4 with a normalised q: pi^N = (1/N) sum_i pi(x_i) prod_{j != i} q(x_j), exactly;
     eq. 8 (tempered, uniform pi(beta) and g(beta)) in its product form, plus the Jacobian."""
     rng = np.random.default_rng(1)
-    pdf = lambda x: 0.5 * norm.pdf(x, -1, np.sqrt(0.1)) + 0.5 * norm.pdf(x, 1, np.sqrt(0.02))
+
+    def pdf(x):
+        return 0.5 * norm.pdf(x, -1, np.sqrt(0.1)) + 0.5 * norm.pdf(x, 1, np.sqrt(0.02))
+
     n = 3
     ext_q = jax.jit(pseudo_extended(bimodal, n, proposal=lambda x: jnp.sum(log_normal(x, 2.0))).logdensity_fn)
     ext_t = jax.jit(pseudo_extended(bimodal, n).logdensity_fn)
@@ -151,8 +157,10 @@ def _mode_and_moment_z(draws, indicator_truths, moment_fns):
 def test_pe_nuts_on_bimodal_matches_mixture(bimodal):
     """PE (N = 2, tempered q, NUTS) resampled draws: P(x > 0) = 1/2, E x = 0, E x^2 = 1.06.
     Plain NUTS from the same starts sticks to one mode per chain (the paper's Fig. 2)."""
-    trace, out = sample_pseudo_extended(bimodal, 2, num_chains=8, num_warmup=500, num_draws=2500, seed=11, progress=False)
-    draws = out.draws  # (chain, draw, 1)
+    trace = gradmc.sample(
+        bimodal, "nuts", extended=2, num_chains=8, num_warmup=500, num_draws=2500, seed=11, progress=False
+    )
+    draws = trace.extended.draws  # (chain, draw, 1)
     zs = _mode_and_moment_z(draws, [(lambda x: x[..., 0] > 0, 0.5)], [(lambda x: x, 0.0), (lambda x: x**2, 1.06)])
     assert np.all(zs < Z_CRIT), zs
     per_chain = np.mean(draws[..., 0] > 0, axis=1)
@@ -163,22 +171,16 @@ def test_pe_nuts_on_bimodal_matches_mixture(bimodal):
 def test_pe_nuts_on_kou_a_matches_mixture(kou_a):
     """Kou (a), N = 5: each of the 20 modes holds 1/20 (Bonferroni over modes) and the four
     moments of Table 1 match the truth within MCSE."""
-    trace, out = sample_pseudo_extended(kou_a, 5, num_chains=8, num_warmup=1000, num_draws=5000, seed=5, progress=False)
+    out = gradmc.sample(
+        kou_a, "nuts", extended=5, num_chains=8, num_warmup=1000, num_draws=5000, seed=5, progress=False
+    ).extended
     means = kou_a.metadata["means"]
-    nearest = lambda x: np.argmin(((x[..., None, :] - means) ** 2).sum(-1), axis=-1)
+
+    def nearest(x):
+        return np.argmin(((x[..., None, :] - means) ** 2).sum(-1), axis=-1)
+
     modes = [(lambda x, j=j: nearest(x) == j, 0.05) for j in range(20)]
     truth = kou_a.truth
     zs = _mode_and_moment_z(out.draws, modes, [(lambda x: x, truth.mean), (lambda x: x**2, truth.second_moment)])
     assert np.all(zs[:20] < norm.ppf(1 - 0.01 / 40)), zs[:20]
     assert np.all(zs[20:] < norm.ppf(1 - 0.01 / 8)), zs[20:]
-
-
-@pytest.mark.slow  # compiles RAM, EE, PT, NUTS and PE-NUTS: ~30 s
-def test_mixture_report_end_to_end(tmp_path):
-    """`gradmc reproduce nemeth-mixture` at a tiny budget: Table 1 rows beside the published ones,
-    the sd scaled to the paper's run length, Figures 3 and 4."""
-    from gradmc.experiments.nemeth import Budget, run_mixture
-
-    text = run_mixture(out=tmp_path, full=False, seed=0, progress=False, scenarios=("a",), ns=(2,), budget=Budget(2, 30, 60))
-    assert "4.471 (0.091)" in text and "sd@50k / paper" in text  # RAM's published E[x1] beside ours
-    assert (tmp_path / "figure3_a.png").exists() and (tmp_path / "figure4.png").exists()

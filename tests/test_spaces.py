@@ -8,18 +8,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from gradmc.spaces import (
-    Binary,
-    Categorical,
-    Ordinal,
-    Real,
-    Spin,
+from gradmc.discrete.proposals import (
     factorised_logits,
     factorised_logprob,
     factorised_proposal,
     factorised_sample,
     sample_logits_scored,
 )
+from gradmc.spaces import Binary, Categorical, Ordinal, Real, Spin
 
 ORDINAL_VALUES = np.linspace(-1.5, 3.0, 5)
 SPACES = {
@@ -242,7 +238,9 @@ def test_sample_logits_scored_matches_softmax(n):
     logits = 2.0 * jax.random.normal(jax.random.key(21), (n,))
     logits = logits.at[::7].set(-jnp.inf).at[n - 1].set(-jnp.inf)
     draws = 200_000
-    index, logp = jax.jit(jax.vmap(lambda k: sample_logits_scored(k, logits)))(jax.random.split(jax.random.key(22), draws))
+    index, logp = jax.jit(jax.vmap(lambda k: sample_logits_scored(k, logits)))(
+        jax.random.split(jax.random.key(22), draws)
+    )
     index, logp = np.asarray(index), np.asarray(logp, np.float64)
     p = np.exp(np.asarray(logits, np.float64) - np.logaddexp.reduce(np.asarray(logits, np.float64)))
     assert np.all(p[index] > 0)

@@ -3,17 +3,19 @@
 Quick start::
 
     import gradmc
+
     target = gradmc.target("banana")
     trace = gradmc.sample(target, "mala", num_chains=4, num_warmup=500, num_draws=1000, seed=0)
     print(gradmc.diagnostics.summary(trace.draws))
     idata = trace.to_arviz()
 """
 
-from gradmc import spaces
-from gradmc.base import PerDatumModel, Recipe, Sampler, SamplingAlgorithm, StepStats, Target, Truth
-from gradmc import diagnostics, experiments, extended, targets  # noqa: F401  (registers targets and experiments)
-from gradmc.continuous import am, ct_hmc, equi_energy, gad, hmc, mala, parallel_tempering, ram, rwm, sgld, simulated_tempering  # noqa: F401,E501  (registers samplers)
-from gradmc.discrete import avg, block_gibbs, gibbs, gwg, hams, ncg, pavg, uniform  # noqa: F401  (registers samplers)
+import warnings
+
+import gradmc.continuous.samplers  # noqa: F401  (registers samplers)
+import gradmc.discrete.samplers  # noqa: F401  (registers samplers)
+from gradmc import diagnostics, experiments, extended, spaces, targets  # noqa: F401  (registers targets and experiments)
+from gradmc.base import BoundSampler, PerDatumModel, Sampler, SamplingAlgorithm, StepStats, Target, Truth
 from gradmc.registry import UnknownNameError, sampler, target
 from gradmc.registry import samplers as list_samplers
 from gradmc.registry import targets as list_targets
@@ -22,8 +24,8 @@ from gradmc.trace import Trace
 
 __all__ = [
     "PerDatumModel",
-    "Recipe",
     "Sampler",
+    "BoundSampler",
     "SamplingAlgorithm",
     "StepStats",
     "Target",
@@ -41,3 +43,21 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``gradmc.Recipe``: the former name of :class:`~gradmc.base.Sampler` (deprecated).
+
+    Parameters
+    ----------
+    name : str
+        The attribute looked up on the package.
+    """
+    if name == "Recipe":
+        warnings.warn(
+            "gradmc.Recipe is deprecated; use gradmc.Sampler (what gradmc.sampler(...) returns)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return Sampler
+    raise AttributeError(f"module 'gradmc' has no attribute {name!r}")

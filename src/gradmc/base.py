@@ -7,18 +7,20 @@ Three layers, from the inside out:
   ``as_top_level_api(...) -> SamplingAlgorithm``. ``SamplingAlgorithm`` *is* BlackJAX's
   class, so a gradmc kernel runs in a plain ``state, info = alg.step(key, state)`` loop and
   in BlackJAX's own tooling.
-* **Samplers** (:class:`Sampler`) bundle a kernel with its warm-up (adaptation) for one
-  chain: ``init`` -> ``warmup_step`` (repeated) -> ``finalize`` -> ``step`` (repeated, a
-  fixed kernel). The runner ``vmap``s them over chains with the axis name ``"chain"``,
-  so a warm-up may pool statistics across chains with ``jax.lax.pmean(x, "chain")``.
-* **Recipes** (:class:`Recipe`) are what the registry hands out: the user's options,
-  waiting for a target. ``recipe.bind(target, num_warmup)`` gives a :class:`Sampler`.
+* **Samplers** (:class:`Sampler`) are what the registry hands out (``gradmc.sampler(name,
+  **options)``): a name and the user's options, waiting for a target.
+* **Bound samplers** (:class:`BoundSampler`, from ``sampler.bind(target, num_warmup)``)
+  bundle a kernel with its warm-up (adaptation) for one chain: ``init`` -> ``warmup_step``
+  (repeated) -> ``finalize`` -> ``step`` (repeated, a fixed kernel). The runner ``vmap``s
+  them over chains with the axis name ``"chain"``, so a warm-up may pool statistics across
+  chains with ``jax.lax.pmean(x, "chain")``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -34,8 +36,8 @@ __all__ = [
     "Target",
     "StepStats",
     "step_stats",
+    "BoundSampler",
     "Sampler",
-    "Recipe",
     "mh_accept",
     "reject_nonfinite",
     "mh_stats",
@@ -53,6 +55,17 @@ class Truth:
     ``(d, k)`` array of exact univariate marginal probabilities over a discrete space's
     ``k`` values; ``sample(key, n)`` draws ``n`` exact samples; ``source`` says how the
     truth was obtained (closed form, quadrature, enumeration, ...).
+
+    Parameters
+    ----------
+    mean, cov, var : ndarray, optional
+        Moments of the coordinates.
+    marginals : ndarray, optional
+        ``(d, k)`` univariate marginals of a discrete target.
+    sample : callable, optional
+        ``sample(key, n)``: exact draws.
+    source : str
+        How the truth was obtained.
     """
 
     mean: np.ndarray | None = None
@@ -64,6 +77,7 @@ class Truth:
 
     @property
     def variance(self) -> np.ndarray | None:
+        """Var[x_i] (``var``, or the diagonal of ``cov``; None when neither is known)."""
         if self.var is not None:
             return np.asarray(self.var)
         if self.cov is not None:
@@ -83,6 +97,15 @@ class PerDatumModel(NamedTuple):
 
     ``logdensity(x) = logprior_fn(x) + sum_n loglik_fn(x, data[n])``; ``data`` is a pytree
     whose leaves share a leading axis of length N.
+
+    Parameters
+    ----------
+    logprior_fn : callable
+        ``logprior_fn(x)``.
+    loglik_fn : callable
+        ``loglik_fn(x, datum)``: one datum's log likelihood.
+    data : pytree
+        Leaves with a leading axis of length N.
     """
 
     logprior_fn: Callable[[jax.Array], jax.Array]
@@ -91,6 +114,7 @@ class PerDatumModel(NamedTuple):
 
     @property
     def num_data(self) -> int:
+        """The number N of data (the leading axis of ``data``)."""
         return int(jax.tree.leaves(self.data)[0].shape[0])
 
 
@@ -103,6 +127,27 @@ class Target:
     differentiate it. ``initial_position(key)`` draws a starting point (default: N(0, I)
     on ``Real``, the space's own default on discrete spaces). ``bounds`` is the plotting
     box ``((x_lo, x_hi), (y_lo, y_hi))`` for 2-D targets.
+
+    Parameters
+    ----------
+    name : str
+        The name the registry and traces use.
+    logdensity_fn : callable
+        ``logdensity_fn(x)``: the unnormalised log density.
+    space : Space
+        The space of positions.
+    description : str
+        One line for ``gradmc list``.
+    truth : Truth, optional
+        What is known exactly about the target.
+    initial_position : callable, optional
+        ``initial_position(key)``: a chain's start.
+    per_datum : PerDatumModel, optional
+        The posterior's per-datum form, for minibatching samplers.
+    bounds : tuple, optional
+        The plotting box of a 2-D target.
+    metadata : dict
+        Anything else (true parameters, cached tables).
     """
 
     name: str
@@ -117,10 +162,17 @@ class Target:
 
     @property
     def dim(self) -> int:
+        """Number of coordinates of the flattened position."""
         return self.space.dim
 
     def draw_initial(self, key: PRNGKey) -> jax.Array:
-        """One starting position for a chain."""
+        """One starting position for a chain.
+
+        Parameters
+        ----------
+        key : jax.Array
+            A PRNG key.
+        """
         if self.initial_position is not None:
             return self.initial_position(key)
         if hasattr(self.space, "sample_uniform"):
@@ -135,6 +187,25 @@ class StepStats(NamedTuple):
     rejection-free kernels); ``nonfinite`` flags a proposal rejected because its log
     density or gradient was NaN/inf; ``num_grad_evals`` counts log-density+gradient
     evaluations made by this step; ``extra`` holds sampler-specific scalars.
+
+    Parameters
+    ----------
+    logdensity : jax.Array
+        Log density of the state after the step.
+    acceptance_rate : jax.Array
+        The MH acceptance probability.
+    is_accepted : jax.Array
+        Whether the proposal was accepted.
+    step_size : jax.Array
+        The step size used (NaN when the sampler has none).
+    num_grad_evals : jax.Array
+        Log-density+gradient evaluations of the step.
+    diverging : jax.Array
+        A divergent trajectory (HMC/NUTS).
+    nonfinite : jax.Array
+        A proposal rejected for a non-finite log density or gradient.
+    extra : dict
+        Sampler-specific scalars.
     """
 
     logdensity: jax.Array
@@ -157,7 +228,15 @@ def step_stats(
     nonfinite=False,
     extra: dict | None = None,
 ) -> StepStats:
-    """Build :class:`StepStats` with fixed dtypes, so every sampler's stats stack alike."""
+    """Build :class:`StepStats` with fixed dtypes, so every sampler's stats stack alike.
+
+    Parameters
+    ----------
+    logdensity, acceptance_rate, is_accepted, step_size, num_grad_evals, diverging, nonfinite : array_like
+        The fields of :class:`StepStats`, cast to float32, bool or int32.
+    extra : dict, optional
+        Sampler-specific scalars.
+    """
     return StepStats(
         logdensity=jnp.asarray(logdensity, jnp.float32),
         acceptance_rate=jnp.asarray(acceptance_rate, jnp.float32),
@@ -172,16 +251,28 @@ def step_stats(
 
 def mh_stats(num_grad_evals: int) -> Callable:
     """``stats_fn(state, info, step_size)`` for kernels whose state has ``logdensity`` and whose
-    info has ``acceptance_rate``, ``is_accepted`` and ``nonfinite``."""
+    info has ``acceptance_rate``, ``is_accepted`` and ``nonfinite``.
+
+    Parameters
+    ----------
+    num_grad_evals : int
+        Log-density+gradient evaluations per step.
+    """
 
     def stats_fn(state, info, step_size):
-        return step_stats(state.logdensity, info.acceptance_rate, info.is_accepted, step_size, num_grad_evals,
-                          nonfinite=info.nonfinite)
+        return step_stats(
+            state.logdensity,
+            info.acceptance_rate,
+            info.is_accepted,
+            step_size,
+            num_grad_evals,
+            nonfinite=info.nonfinite,
+        )
 
     return stats_fn
 
 
-class Sampler(NamedTuple):
+class BoundSampler(NamedTuple):
     """One chain's warm-up and fixed kernel, as the runner drives them.
 
     * ``init(key, position) -> warmup_state``
@@ -191,6 +282,17 @@ class Sampler(NamedTuple):
     * ``position(state)`` reads the position from a warm-up or kernel state.
 
     ``params`` (the adapted step size, preconditioner, ...) are returned with the run.
+    ``adapts_in_warmup`` is False when the warm-up steps are ordinary kernel steps (nothing
+    is learned), so a driver may skip a separate warm-up phase.
+
+    Parameters
+    ----------
+    name : str
+        The sampler's name.
+    init, warmup_step, finalize, step, position : callable
+        The functions above.
+    adapts_in_warmup : bool
+        Whether the warm-up learns anything.
     """
 
     name: str
@@ -199,16 +301,39 @@ class Sampler(NamedTuple):
     finalize: Callable
     step: Callable
     position: Callable
+    adapts_in_warmup: bool = True
 
 
-class Recipe(NamedTuple):
-    """A sampler name, its options, and how to build the :class:`Sampler` for a target."""
+class Sampler(NamedTuple):
+    """A sampler name, its options, and how to build the :class:`BoundSampler` for a target.
+
+    Made by :func:`gradmc.sampler` (``gradmc.sampler("mala", step_size=0.1)``); the runner
+    calls :meth:`bind` once the target and the warm-up length are known.
+
+    Parameters
+    ----------
+    name : str
+        The registered name.
+    options : dict
+        The user's options.
+    build : callable
+        ``build(target, num_warmup, **options) -> BoundSampler``.
+    """
 
     name: str
     options: dict
-    build: Callable[..., Sampler]
+    build: Callable[..., BoundSampler]
 
-    def bind(self, target: Target, num_warmup: int) -> Sampler:
+    def bind(self, target: Target, num_warmup: int) -> BoundSampler:
+        """The :class:`BoundSampler` of these options on ``target`` with ``num_warmup`` warm-up steps.
+
+        Parameters
+        ----------
+        target : Target
+            The target to sample.
+        num_warmup : int
+            Warm-up steps per chain.
+        """
         return self.build(target, num_warmup, **self.options)
 
 
@@ -218,6 +343,13 @@ def mh_accept(key: PRNGKey, log_ratio: jax.Array) -> tuple[jax.Array, jax.Array,
     Returns ``(accept, acceptance_probability, nonfinite)``. A NaN or +inf log ratio
     comes from a proposal whose log density or gradient is not finite: it is rejected
     (probability 0) and flagged, so NaN/inf never reaches the chain.
+
+    Parameters
+    ----------
+    key : jax.Array
+        The key of the uniform draw.
+    log_ratio : jax.Array
+        The log MH ratio.
     """
     nonfinite = ~jnp.isfinite(log_ratio) & ~(log_ratio == -jnp.inf)
     safe = jnp.where(nonfinite, -jnp.inf, log_ratio)
@@ -231,6 +363,11 @@ def reject_nonfinite(logdensity_fn: Callable) -> Callable:
 
     For kernels that are not ours (BlackJAX HMC/NUTS): a NaN or +inf log density would
     otherwise be accepted or poison a trajectory; as -inf it is simply never accepted.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The log density to guard.
     """
 
     def safe(x):

@@ -8,7 +8,7 @@ choice is NUTS). Three proposals q:
 * **tempered** (default, eq. 8 with pi(beta) = g(beta) = 1 on [beta_min, beta_max]):
   q(x, beta) ∝ gamma(x)^beta, beta_i = beta_min + (beta_max - beta_min) sigmoid(u_i), so
   ``log pi^N = logsumexp_i((1 - beta_i) log gamma(x_i)) - log N + sum_i beta_i log gamma(x_i)
-  + sum_i log |d beta_i / d u_i|`` (as the authors coded it, plus the logit Jacobian);
+  + sum_i log |d beta_i / d u_i|`` (as in the authors' code, plus the logit Jacobian);
 * **fixed beta**: the same with every beta_i fixed (no u coordinates);
 * **user proposal** ``log q(x)``: eq. 4, ``logsumexp_i(log gamma(x_i) - log q(x_i)) - log N
   + sum_i log q(x_i)``.
@@ -21,8 +21,9 @@ whose weights all underflow in float32 still resample correctly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -31,7 +32,7 @@ import numpy as np
 from gradmc.base import Target
 from gradmc.spaces import Real
 
-__all__ = ["ExtendedLayout", "ExtendedDraws", "logit_to_beta", "pseudo_extended", "resample_extended", "sample_pseudo_extended"]
+__all__ = ["ExtendedLayout", "ExtendedDraws", "logit_to_beta", "pseudo_extended", "resample_extended"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,21 @@ class ExtendedLayout:
     ``mode`` is ``"tempered"``, ``"fixed"`` or ``"proposal"``; ``event_shape`` is the
     original target's; ``log_weight_fn(z) -> (N,)`` gives log gamma(x_i) - log q(x_i)
     (the Prop. 3.1 weights, unnormalised) for one extended position ``z``.
+
+    Parameters
+    ----------
+    base : Target
+        The original target.
+    num_particles : int
+        N.
+    mode : str
+        ``"tempered"``, ``"fixed"`` or ``"proposal"``.
+    beta_bounds : tuple of float
+        [beta_min, beta_max] of the tempered proposal.
+    fixed_beta : float or None
+        The common beta of the ``"fixed"`` mode.
+    log_weight_fn : callable
+        The unnormalised log importance weights of one extended position.
     """
 
     base: Target
@@ -52,19 +68,33 @@ class ExtendedLayout:
 
     @property
     def event_shape(self) -> tuple[int, ...]:
+        """The original target's event shape."""
         return self.base.space.event_shape
 
     @property
     def base_dim(self) -> int:
+        """The original target's dimension d."""
         return self.base.dim
 
     def particles(self, z: jax.Array) -> jax.Array:
-        """(..., N, *event_shape) particles from extended positions (..., D_ext)."""
+        """(..., N, *event_shape) particles from extended positions (..., D_ext).
+
+        Parameters
+        ----------
+        z : jax.Array
+            Extended positions.
+        """
         n, d = self.num_particles, self.base_dim
         return z[..., : n * d].reshape(*z.shape[:-1], n, *self.event_shape)
 
     def betas(self, z: jax.Array) -> jax.Array:
-        """(..., N) inverse temperatures of the tempered proposal (fixed or from the logits)."""
+        """(..., N) inverse temperatures of the tempered proposal (fixed or from the logits).
+
+        Parameters
+        ----------
+        z : jax.Array
+            Extended positions.
+        """
         n, d = self.num_particles, self.base_dim
         if self.mode == "tempered":
             return logit_to_beta(z[..., n * d :], *self.beta_bounds)
@@ -74,7 +104,15 @@ class ExtendedLayout:
 
 
 def logit_to_beta(u, lo: float, hi: float):
-    """beta = lo + (hi - lo) sigmoid(u): the unconstrained coordinate onto [lo, hi]."""
+    """Beta = lo + (hi - lo) sigmoid(u): the unconstrained coordinate onto [lo, hi].
+
+    Parameters
+    ----------
+    u : array_like
+        Unconstrained coordinates.
+    lo, hi : float
+        The interval of beta.
+    """
     return lo + (hi - lo) * jax.nn.sigmoid(u)
 
 
@@ -104,7 +142,8 @@ def _check_differentiable(target: Target, num_points: int = 4) -> None:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(
-            f"target {target.name!r}: the gradient of the log density is not finite at {np.asarray(points[i]).tolist()} "
+            f"target {target.name!r}: the gradient of the log density is not finite at "
+            f"{np.asarray(points[i]).tolist()} "
             "although the log density is; the pseudo-extended target needs a differentiable log density"
         )
 
@@ -124,6 +163,19 @@ def pseudo_extended(
     ``proposal``: a log density ``log q(x)`` to use instead of the tempered target
     (normalisation not needed). The result's ``metadata["extended"]`` is the
     :class:`ExtendedLayout` that :func:`resample_extended` needs.
+
+    Parameters
+    ----------
+    target : Target
+        A continuous target on R^d with a differentiable log density.
+    N : int
+        The number of pseudo-samples.
+    beta_bounds : tuple of float
+        [beta_min, beta_max] of the tempered proposal, 0 < beta_min < beta_max <= 1.
+    fixed_beta : float, optional
+        One beta in (0, 1] for every pseudo-sample.
+    proposal : callable, optional
+        ``log q(x)``.
     """
     n = _check_num_particles(N)
     lo, hi = _check_beta_bounds(beta_bounds)
@@ -203,7 +255,11 @@ def pseudo_extended(
         return jnp.concatenate([xs, u])
 
     layout = ExtendedLayout(target, n, mode, (lo, hi), None if fixed_beta is None else float(fixed_beta), log_weight_fn)
-    what = {"tempered": f"tempered proposal, beta in [{lo}, {hi}]", "fixed": f"proposal gamma^{fixed_beta}", "proposal": "user proposal q"}[mode]
+    what = {
+        "tempered": f"tempered proposal, beta in [{lo}, {hi}]",
+        "fixed": f"proposal gamma^{fixed_beta}",
+        "proposal": "user proposal q",
+    }[mode]
     return Target(
         name=f"{target.name}-pe{n}",
         logdensity_fn=logdensity_fn,
@@ -225,6 +281,17 @@ class ExtendedDraws(NamedTuple):
     ``ess``: Kish effective size (sum w)^2 / sum w^2 of all particles' weights pooled
     (<= chains * draws * N; it ignores autocorrelation); ``ess_per_iteration``: mean over
     iterations of 1 / sum_i w_i^2, between 1 and N.
+
+    Parameters
+    ----------
+    draws : ndarray
+        Resampled draws of the original target.
+    particles : ndarray
+        All particles.
+    weights, log_weights : ndarray
+        Normalised weights and unnormalised log weights.
+    ess, ess_per_iteration : float
+        The Kish effective sizes above.
     """
 
     draws: np.ndarray
@@ -235,7 +302,13 @@ class ExtendedDraws(NamedTuple):
     ess_per_iteration: float
 
     def weighted_mean(self, fn: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
-        """Importance-weighted estimate of E[fn(x)] (default: E[x]), pooling chains and iterations."""
+        """Importance-weighted estimate of E[fn(x)] (default: E[x]), pooling chains and iterations.
+
+        Parameters
+        ----------
+        fn : callable, optional
+            Maps particles ``(chain, draw, N, *event)`` to values of the same leading shape.
+        """
         values = self.particles if fn is None else fn(self.particles)
         w = self.weights.reshape(*self.weights.shape, *([1] * (values.ndim - self.weights.ndim)))
         return np.sum(w * values, axis=(0, 1, 2)) / (self.weights.shape[0] * self.weights.shape[1])
@@ -258,6 +331,15 @@ def resample_extended(trace_or_draws, extended_target: Target, key) -> ExtendedD
 
     Each iteration keeps particle i with probability ∝ gamma(x_i) / q(x_i), drawn with
     ``key``; the weights are normalised by logsumexp, so nothing underflows.
+
+    Parameters
+    ----------
+    trace_or_draws : Trace or array_like
+        Draws of the extended target.
+    extended_target : Target
+        The target :func:`pseudo_extended` built.
+    key : jax.Array
+        The key of the resampling.
     """
     layout = _layout(extended_target)
     z = np.asarray(getattr(trace_or_draws, "draws", trace_or_draws))
@@ -281,24 +363,3 @@ def resample_extended(trace_or_draws, extended_target: Target, key) -> ExtendedD
     ess = float(pooled.sum() ** 2 / np.sum(pooled**2))
     ess_iter = float(np.mean(1.0 / np.sum(weights**2, axis=-1)))
     return ExtendedDraws(draws, particles, weights, np.asarray(log_w), ess, ess_iter)
-
-
-def sample_pseudo_extended(
-    target: Target,
-    N: int,
-    sampler="nuts",
-    *,
-    beta_bounds=(0.001, 1.0),
-    fixed_beta=None,
-    proposal=None,
-    seed: int = 0,
-    **sample_options,
-):
-    """Run ``sampler`` (default NUTS with window adaptation) on the pseudo-extended target
-    and resample; returns ``(trace, extended_draws)``. ``sample_options`` go to
-    :func:`gradmc.run.sample` (``num_chains``, ``num_warmup``, ``num_draws``, ...)."""
-    from gradmc.run import sample
-
-    ext = pseudo_extended(target, N, beta_bounds=beta_bounds, fixed_beta=fixed_beta, proposal=proposal)
-    trace = sample(ext, sampler, seed=seed, **sample_options)
-    return trace, resample_extended(trace, ext, jax.random.fold_in(jax.random.key(seed), 3))

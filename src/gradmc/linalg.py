@@ -5,23 +5,28 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["cholesky_factor", "check_square"]
+from gradmc.checks import check_square
 
-
-def check_square(matrix, what: str, dim: int | None = None) -> np.ndarray:
-    """Return ``matrix`` as a float array after checking it is square, finite and of size ``dim``."""
-    m = np.asarray(matrix, dtype=np.float64)
-    if m.ndim != 2 or m.shape[0] != m.shape[1]:
-        raise ValueError(f"{what} must be a square matrix, got shape {m.shape}")
-    if dim is not None and m.shape[0] != dim:
-        raise ValueError(f"{what} must be {dim}x{dim} to match the target, got {m.shape}")
-    if not np.all(np.isfinite(m)):
-        raise ValueError(f"{what} has non-finite entries")
-    return m
+__all__ = ["cholesky_factor"]
 
 
 def cholesky_factor(cov, what: str, dim: int | None = None) -> jnp.ndarray:
-    """Lower Cholesky factor of a symmetric positive-definite ``cov``, or a clear error."""
+    """Lower Cholesky factor of a symmetric positive-definite ``cov``, or a clear error.
+
+    Parameters
+    ----------
+    cov : array_like
+        A symmetric positive-definite matrix (symmetric to within rtol 1e-6, atol 1e-10).
+    what : str
+        How error messages name the matrix.
+    dim : int, optional
+        The size it must have (the target's dimension).
+
+    Returns
+    -------
+    jax.Array
+        The lower-triangular factor L with ``L @ L.T == cov``, as float32.
+    """
     m = check_square(cov, what, dim)
     if not np.allclose(m, m.T, rtol=1e-6, atol=1e-10):
         raise ValueError(f"{what} must be symmetric")

@@ -41,7 +41,8 @@ def bits(key, shape) -> jax.Array:
 
 def uniform(key, shape, dtype=jnp.float32) -> jax.Array:
     """Float32 uniforms on [0, 1) from :func:`bits` (23 random mantissa bits, as
-    ``jax.random.uniform``); other dtypes fall back to ``jax.random.uniform``."""
+    ``jax.random.uniform``); other dtypes fall back to ``jax.random.uniform``.
+    """
     if jnp.dtype(dtype) != jnp.float32:
         return jax.random.uniform(key, tuple(shape), dtype)
     words = bits(key, shape)
@@ -50,7 +51,8 @@ def uniform(key, shape, dtype=jnp.float32) -> jax.Array:
 
 def normal(key, shape, dtype=jnp.float32) -> jax.Array:
     """Standard normals from :func:`uniform` by the inverse CDF, √2 erf⁻¹(2u − 1), as
-    ``jax.random.normal`` computes them (u = 0 clipped to the smallest float above −1)."""
+    ``jax.random.normal`` computes them (u = 0 clipped to the smallest float above −1).
+    """
     u = 2.0 * uniform(key, shape, dtype) - 1.0
     u = jnp.maximum(u, jnp.nextafter(jnp.asarray(-1.0, u.dtype), jnp.asarray(0.0, u.dtype)))
     return jnp.sqrt(jnp.asarray(2.0, u.dtype)) * jax.lax.erf_inv(u)

@@ -1,6 +1,6 @@
 """Name -> constructor registries for samplers and targets.
 
-Sampler modules register a builder ``build(target, num_warmup, **options) -> Sampler``
+BoundSampler modules register a builder ``build(target, num_warmup, **options) -> BoundSampler``
 with :func:`register_sampler`; target modules register a factory
 ``factory(**options) -> Target`` with :func:`register_target`. Unknown names raise
 :class:`UnknownNameError`, which lists the valid ones.
@@ -9,9 +9,10 @@ with :func:`register_sampler`; target modules register a factory
 from __future__ import annotations
 
 import inspect
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
-from gradmc.base import Recipe, Target
+from gradmc.base import Sampler, Target
 
 __all__ = [
     "UnknownNameError",
@@ -29,10 +30,30 @@ __all__ = [
 
 
 class UnknownNameError(ValueError):
-    """A sampler or target name that is not registered (the message lists valid ones)."""
+    """A sampler or target name that is not registered (the message lists valid ones).
+
+    Parameters
+    ----------
+    message : str
+        Names the unknown name and lists the valid ones.
+    """
 
 
 class Entry(NamedTuple):
+    """A registered constructor.
+
+    Parameters
+    ----------
+    name : str
+        The registered name.
+    constructor : callable
+        The builder (samplers), factory (targets) or run function (experiments).
+    description : str
+        One line for ``gradmc list``.
+    kind : str
+        ``"continuous"``, ``"discrete"`` or ``"any"``.
+    """
+
     name: str
     constructor: Callable
     description: str
@@ -66,8 +87,7 @@ class _Registry:
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise TypeError(
-                f"{self.what} {entry.name!r} has no option(s) {unknown}; "
-                f"its options are: {sorted(allowed) or 'none'}"
+                f"{self.what} {entry.name!r} has no option(s) {unknown}; its options are: {sorted(allowed) or 'none'}"
             )
 
 
@@ -77,7 +97,17 @@ _experiments = _Registry("experiment")
 
 
 def register_sampler(name: str, description: str, kind: str = "continuous"):
-    """Decorator: register ``build(target, num_warmup, **options) -> Sampler`` under ``name``."""
+    """Decorator: register ``build(target, num_warmup, **options) -> BoundSampler`` under ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The name ``gradmc.sampler(name)`` looks up.
+    description : str
+        One line for ``gradmc list``.
+    kind : str
+        ``"continuous"``, ``"discrete"`` or ``"any"``: the spaces the sampler runs on.
+    """
 
     def decorate(build):
         _samplers.add(name, build, description, kind)
@@ -87,7 +117,17 @@ def register_sampler(name: str, description: str, kind: str = "continuous"):
 
 
 def register_target(name: str, description: str, kind: str = "continuous"):
-    """Decorator: register ``factory(**options) -> Target`` under ``name``."""
+    """Decorator: register ``factory(**options) -> Target`` under ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The name ``gradmc.target(name)`` looks up.
+    description : str
+        One line for ``gradmc list``.
+    kind : str
+        ``"continuous"`` or ``"discrete"``.
+    """
 
     def decorate(factory):
         _targets.add(name, factory, description, kind)
@@ -98,7 +138,17 @@ def register_target(name: str, description: str, kind: str = "continuous"):
 
 def register_experiment(name: str, description: str, kind: str = "any"):
     """Decorator: register ``run(*, out: Path, full: bool, seed: int, progress: bool) -> str``
-    (the experiment writes its tables and figures into ``out`` and returns its report text)."""
+    (the experiment writes its tables and figures into ``out`` and returns its report text).
+
+    Parameters
+    ----------
+    name : str
+        The name ``gradmc reproduce NAME`` looks up.
+    description : str
+        One line for ``gradmc list``.
+    kind : str
+        ``"continuous"``, ``"discrete"`` or ``"any"``.
+    """
 
     def decorate(run):
         _experiments.add(name, run, description, kind)
@@ -107,32 +157,66 @@ def register_experiment(name: str, description: str, kind: str = "any"):
     return decorate
 
 
-def sampler(name: str, **options) -> Recipe:
-    """The sampler ``name`` with ``options`` (e.g. ``sampler("mala", step_size=0.1)``)."""
+def sampler(name: str, **options) -> Sampler:
+    """The sampler ``name`` with ``options`` (e.g. ``sampler("mala", step_size=0.1)``).
+
+    Parameters
+    ----------
+    name : str
+        A registered sampler name.
+    **options
+        The sampler's options (checked against its builder's signature).
+    """
     entry = _samplers.get(name)
     _samplers.check_options(entry, options, skip=2)
-    return Recipe(name, dict(options), entry.constructor)
+    return Sampler(name, dict(options), entry.constructor)
 
 
 def target(name: str, **options) -> Target:
-    """Build the registered target ``name`` (e.g. ``target("gaussian-2d-corr")``)."""
+    """Build the registered target ``name`` (e.g. ``target("gaussian-2d-corr")``).
+
+    Parameters
+    ----------
+    name : str
+        A registered target name.
+    **options
+        The target's options (checked against its factory's signature).
+    """
     entry = _targets.get(name)
     _targets.check_options(entry, options, skip=0)
     return entry.constructor(**options)
 
 
 def samplers(kind: str | None = None) -> list[Entry]:
-    """Registered samplers, sorted by name, optionally only those of one kind."""
+    """Registered samplers, sorted by name, optionally only those of one kind.
+
+    Parameters
+    ----------
+    kind : str, optional
+        ``"continuous"`` or ``"discrete"`` (samplers of kind ``"any"`` are always listed).
+    """
     return [e for _, e in sorted(_samplers.entries.items()) if kind is None or e.kind in (kind, "any")]
 
 
 def targets(kind: str | None = None) -> list[Entry]:
-    """Registered targets, sorted by name, optionally only those of one kind."""
+    """Registered targets, sorted by name, optionally only those of one kind.
+
+    Parameters
+    ----------
+    kind : str, optional
+        ``"continuous"`` or ``"discrete"``.
+    """
     return [e for _, e in sorted(_targets.entries.items()) if kind is None or e.kind == kind]
 
 
 def experiment(name: str) -> Entry:
-    """The registered experiment ``name`` (``entry.constructor`` runs it)."""
+    """The registered experiment ``name`` (``entry.constructor`` runs it).
+
+    Parameters
+    ----------
+    name : str
+        A registered experiment name.
+    """
     return _experiments.get(name)
 
 

@@ -7,12 +7,20 @@ everything works on a machine without a display.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-__all__ = ["format_table", "plot_trace", "plot_pairs", "plot_compare_bars", "plot_draws_over_density"]
+__all__ = [
+    "format_table",
+    "pyplot",
+    "save_figure",
+    "plot_trace",
+    "plot_pairs",
+    "plot_compare_bars",
+    "plot_draws_over_density",
+]
 
 
 def _cell(value) -> str:
@@ -26,7 +34,17 @@ def _cell(value) -> str:
 
 
 def format_table(rows: Sequence[dict], columns: Sequence[str] | None = None, title: str | None = None) -> str:
-    """Rows of dicts as an aligned plain-text table (first column left-aligned)."""
+    """Rows of dicts as an aligned plain-text table (first column left-aligned).
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        One dict per row, column name -> value; floats are printed with 4 significant digits.
+    columns : sequence of str, optional
+        The columns, in order (default: the keys of the first row).
+    title : str, optional
+        A line printed above the table.
+    """
     if not rows:
         return title or ""
     columns = list(columns or rows[0].keys())
@@ -34,14 +52,17 @@ def format_table(rows: Sequence[dict], columns: Sequence[str] | None = None, tit
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
 
     def line(values):
-        return "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
+        return "  ".join(
+            v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths, strict=False))
+        )
 
     out = [title] if title else []
     out += [line(columns), line(["-" * w for w in widths])] + [line(r) for r in cells]
     return "\n".join(out)
 
 
-def _pyplot():
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (PNG files, no display needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -50,9 +71,44 @@ def _pyplot():
     return plt
 
 
+def save_figure(fig, path: Path, *, dpi: int = 110) -> Path:
+    """Lay out ``fig``, write it to ``path`` and close it.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    path : Path
+        The PNG file to write.
+    dpi : int
+        Resolution.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
+    return path
+
+
 def plot_trace(draws: np.ndarray, path: Path, *, max_coords: int = 4, title: str = "") -> Path:
-    """Trace lines of the first coordinates, one colour per chain."""
-    plt = _pyplot()
+    """Trace lines of the first coordinates, one colour per chain.
+
+    Parameters
+    ----------
+    draws : np.ndarray
+        Draws shaped ``(chain, draw, *event)``.
+    path : Path
+        The PNG file to write.
+    max_coords : int
+        How many leading coordinates to plot (one panel each).
+    title : str
+        The figure's title.
+    """
+    plt = pyplot()
     flat = draws.reshape(draws.shape[0], draws.shape[1], -1)
     k = min(max_coords, flat.shape[-1])
     fig, axes = plt.subplots(k, 1, figsize=(8, 1.8 * k), sharex=True, squeeze=False)
@@ -63,15 +119,24 @@ def plot_trace(draws: np.ndarray, path: Path, *, max_coords: int = 4, title: str
         ax.set_ylabel(f"x[{i}]")
     axes[-1, 0].set_xlabel("draw")
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_pairs(draws: np.ndarray, path: Path, *, title: str = "", max_points: int = 4000) -> Path:
-    """Scatter of the first two coordinates with the chains pooled."""
-    plt = _pyplot()
+    """Scatter of the first two coordinates with the chains pooled.
+
+    Parameters
+    ----------
+    draws : np.ndarray
+        Draws shaped ``(chain, draw, d)``, ``d >= 2``.
+    path : Path
+        The PNG file to write.
+    title : str
+        The figure's title.
+    max_points : int
+        At most about this many points are drawn (evenly thinned).
+    """
+    plt = pyplot()
     flat = draws.reshape(-1, draws.shape[-1])
     step = max(1, flat.shape[0] // max_points)
     fig, ax = plt.subplots(figsize=(5, 5))
@@ -79,18 +144,27 @@ def plot_pairs(draws: np.ndarray, path: Path, *, title: str = "", max_points: in
     ax.set_xlabel("x[0]")
     ax.set_ylabel("x[1]")
     ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_compare_bars(rows: Sequence[dict], metrics: Sequence[str], path: Path, *, title: str = "") -> Path:
-    """One bar panel per metric, one bar per sampler (log scale where values span decades)."""
-    plt = _pyplot()
+    """One bar panel per metric, one bar per sampler (log scale where values span decades).
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        One row per sampler, with a ``"sampler"`` name and the ``metrics``.
+    metrics : sequence of str
+        The keys of ``rows`` to plot, one panel each.
+    path : Path
+        The PNG file to write.
+    title : str
+        The figure's title.
+    """
+    plt = pyplot()
     names = [r["sampler"] for r in rows]
     fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.5), squeeze=False)
-    for ax, metric in zip(axes[0], metrics):
+    for ax, metric in zip(axes[0], metrics, strict=False):
         values = np.array([float(r.get(metric, np.nan)) for r in rows])
         ax.bar(names, np.nan_to_num(values), color="tab:blue")
         positive = values[np.isfinite(values) & (values > 0)]
@@ -99,18 +173,33 @@ def plot_compare_bars(rows: Sequence[dict], metrics: Sequence[str], path: Path, 
         ax.set_title(metric)
         ax.tick_params(axis="x", rotation=45)
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
-def plot_draws_over_density(logdensity_fn, bounds, draws_by_name: dict, path: Path, *, max_points: int = 2000, title: str = "") -> Path:
-    """A panel per sampler: its draws (chains pooled) over the target's density contours."""
+def plot_draws_over_density(
+    logdensity_fn, bounds, draws_by_name: dict, path: Path, *, max_points: int = 2000, title: str = ""
+) -> Path:
+    """A panel per sampler: its draws (chains pooled) over the target's density contours.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The target's log density of one 2-D position.
+    bounds : tuple
+        The plotting box ``((x_lo, x_hi), (y_lo, y_hi))``.
+    draws_by_name : dict
+        Sampler name -> draws shaped ``(chain, draw, 2)``.
+    path : Path
+        The PNG file to write.
+    max_points : int
+        At most about this many points per panel (evenly thinned).
+    title : str
+        The figure's title.
+    """
     import jax
     import jax.numpy as jnp
 
-    plt = _pyplot()
+    plt = pyplot()
     (x0, x1), (y0, y1) = bounds
     gx, gy = np.meshgrid(np.linspace(x0, x1, 200), np.linspace(y0, y1, 200))
     grid = jnp.stack([gx.ravel(), gy.ravel()], axis=-1)
@@ -123,7 +212,7 @@ def plot_draws_over_density(logdensity_fn, bounds, draws_by_name: dict, path: Pa
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 4 * rows), squeeze=False)
     for ax in axes.ravel()[n:]:
         ax.axis("off")
-    for ax, (name, draws) in zip(axes.ravel(), draws_by_name.items()):
+    for ax, (name, draws) in zip(axes.ravel(), draws_by_name.items(), strict=False):
         flat = draws.reshape(-1, draws.shape[-1])
         step = max(1, flat.shape[0] // max_points)
         ax.contour(gx, gy, logp, levels=levels, colors="0.5", linewidths=0.7, linestyles="solid")
@@ -132,7 +221,4 @@ def plot_draws_over_density(logdensity_fn, bounds, draws_by_name: dict, path: Pa
         ax.set_ylim(y0, y1)
         ax.set_title(name)
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -10,6 +10,7 @@ seed of the run.
 from __future__ import annotations
 
 import html
+import importlib.util
 import platform
 import time
 import traceback
@@ -18,23 +19,90 @@ from pathlib import Path
 
 from gradmc import registry
 
-__all__ = ["run_experiment", "run_all"]
+__all__ = ["EXTRA_MODULES", "MissingExtraError", "missing_extra", "run_experiment", "run_all"]
+
+#: Modules only the experiments need: ``pip install 'gradmc[experiments]'`` installs them.
+EXTRA_MODULES = ("cvxpy", "equinox", "markdown")
+EXTRA_HINT = "pip install 'gradmc[experiments]'"
+
+
+class MissingExtraError(ModuleNotFoundError):
+    """A module of the ``experiments`` extra is not installed."""
+
+
+def missing_extra(error: ModuleNotFoundError) -> str | None:
+    """The message naming the extra when ``error`` is about one of :data:`EXTRA_MODULES`, else None.
+
+    Parameters
+    ----------
+    error : ModuleNotFoundError
+        The error an experiment raised.
+    """
+    module = (error.name or "").split(".")[0]
+    if module not in EXTRA_MODULES:
+        return None
+    return f"this experiment needs the optional dependencies: {EXTRA_HINT} (module {module!r} is not installed)"
+
+
+def _require(module: str) -> None:
+    """Raise :class:`MissingExtraError` naming the extra when ``module`` is not installed."""
+    if importlib.util.find_spec(module) is None:
+        raise MissingExtraError(
+            f"the reproduction report needs the optional dependencies: {EXTRA_HINT} "
+            f"(module {module!r} is not installed)",
+            name=module,
+        )
 
 
 def run_experiment(name: str, out: Path, *, full: bool, seed: int, progress: bool) -> dict:
-    """Run one experiment; returns ``{"name", "ok", "text", "seconds", "figures"}``."""
+    """Run one experiment and write ``out/report.md``.
+
+    A failure is reported in place of the results (with its traceback; a missing optional
+    dependency with the ``pip install`` line that provides it), never raised.
+
+    Parameters
+    ----------
+    name : str
+        A registered experiment.
+    out : Path
+        Its output folder.
+    full : bool
+        The papers' budgets.
+    seed : int
+        Seed.
+    progress : bool
+        Show progress bars.
+
+    Returns
+    -------
+    dict
+        ``name``, ``ok``, ``text`` (Markdown), ``seconds``, ``figures`` (PNG names) and
+        ``description``.
+    """
     entry = registry.experiment(name)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     try:
         text, ok = entry.constructor(out=folder, full=full, seed=seed, progress=progress), True
-    except Exception:  # the report shows the error in place of the results
-        text, ok = "**This experiment failed:**\n\n```\n" + traceback.format_exc() + "```", False
+    except Exception as error:  # the report shows the error in place of the results
+        message = missing_extra(error) if isinstance(error, ModuleNotFoundError) else None
+        if message is not None:
+            text = f"**This experiment did not run:** {message}."
+        else:
+            text = "**This experiment failed:**\n\n```\n" + traceback.format_exc() + "```"
+        ok = False
     seconds = time.perf_counter() - t0
     (folder / "report.md").write_text(text + "\n")
     figures = sorted(p.name for p in folder.glob("*.png"))
-    return {"name": name, "ok": ok, "text": text, "seconds": seconds, "figures": figures, "description": entry.description}
+    return {
+        "name": name,
+        "ok": ok,
+        "text": text,
+        "seconds": seconds,
+        "figures": figures,
+        "description": entry.description,
+    }
 
 
 def _environment(full: bool, seed: int) -> str:
@@ -50,13 +118,45 @@ def _environment(full: bool, seed: int) -> str:
 
 
 def run_all(out: Path, *, full: bool = False, seed: int = 0, progress: bool = True, names=None) -> Path:
-    """Run every registered experiment (or ``names``) and write ``out/index.{md,html}``."""
+    """Run every registered experiment (or ``names``) and write ``out/index.{md,html}``.
+
+    The HTML needs ``markdown`` (the ``experiments`` extra): without it this fails at once,
+    before any experiment runs, with :class:`MissingExtraError` naming the extra.
+
+    Parameters
+    ----------
+    out : Path
+        Output folder: one sub-folder per experiment, and the index.
+    full : bool
+        The papers' budgets.
+    seed : int
+        Seed of every experiment.
+    progress : bool
+        Show progress bars.
+    names : sequence of str, optional
+        The experiments to run (default: all registered).
+
+    Returns
+    -------
+    Path
+        ``out/index.html``.
+    """
+    _require("markdown")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     names = list(names) if names else [e.name for e in registry.experiments()]
     results = [run_experiment(n, out / n, full=full, seed=seed, progress=progress) for n in names]
-    lines = ["# gradmc: reproduction report", "", _environment(full, seed), "", "| experiment | status | wall time |", "|---|---|---|"]
-    lines += [f"| [{r['name']}](#{r['name']}) | {'ok' if r['ok'] else 'FAILED'} | {r['seconds']:.0f} s |" for r in results]
+    lines = [
+        "# gradmc: reproduction report",
+        "",
+        _environment(full, seed),
+        "",
+        "| experiment | status | wall time |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| [{r['name']}](#{r['name']}) | {'ok' if r['ok'] else 'FAILED'} | {r['seconds']:.0f} s |" for r in results
+    ]
     for r in results:
         lines += ["", f"## {r['name']}", "", f"*{r['description']}*", "", r["text"], ""]
         lines += [f"![{fig}]({r['name']}/{fig})" for fig in r["figures"]]
@@ -70,7 +170,11 @@ def _html(markdown_text: str) -> str:
     import markdown
 
     body = markdown.markdown(markdown_text, extensions=["tables", "fenced_code", "toc"])
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}"
-             "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}"
-             "img{max-width:100%}pre{background:#f4f4f4;padding:.5em;overflow:auto}")
-    return f"<!doctype html><meta charset=utf-8><title>gradmc report</title><style>{html.escape(style)}</style>\n{body}\n"
+    style = (
+        "body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}"
+        "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}"
+        "img{max-width:100%}pre{background:#f4f4f4;padding:.5em;overflow:auto}"
+    )
+    return (
+        f"<!doctype html><meta charset=utf-8><title>gradmc report</title><style>{html.escape(style)}</style>\n{body}\n"
+    )

@@ -16,9 +16,9 @@ import numpy as np
 from scipy.stats import norm
 
 from gradmc.diagnostics._common import ess_mean, value_indices
-from gradmc.diagnostics.enumeration import ExactDistribution
 from gradmc.diagnostics.moments import mcse_z
 from gradmc.diagnostics.tv import tv_bound, tv_distance
+from gradmc.enumeration import ExactDistribution
 
 __all__ = ["assert_moments_match", "assert_tv_within_bound", "MAX_TV_STATES"]
 
@@ -28,7 +28,7 @@ MAX_TV_STATES = 4096
 def _table(header: list[str], rows: list[list]) -> str:
     cells = [header] + [[f"{v:.4g}" if isinstance(v, float) else str(v) for v in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells)
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=False)) for r in cells)
 
 
 def assert_moments_match(
@@ -37,6 +37,21 @@ def assert_moments_match(
     """Raise ``AssertionError`` (with a table) unless every |z| of :func:`mcse_z` is below z*.
 
     Returns the :func:`mcse_z` result, with ``"threshold"`` added, when it passes.
+
+    Parameters
+    ----------
+    draws : array_like
+        ``(chain, draw, *event)``.
+    mean, cov : array_like, optional
+        The true mean and covariance.
+    var : array_like, optional
+        The true variances (when ``cov`` is not known).
+    p : float
+        The level of the whole assertion.
+    bonferroni : bool
+        Split ``p`` over the quantities tested.
+    max_corr_dim : int
+        Test correlations only up to this dimension.
     """
     if not 0 < p < 1:
         raise ValueError(f"p must be in (0, 1), got {p}")
@@ -45,7 +60,7 @@ def assert_moments_match(
     threshold = float(norm.ppf(1 - p / (2 * num if bonferroni else 2)))
     rows = []
     for name, r in result.items():
-        for idx, est, tru, se, z in zip(r["index"], r["estimate"], r["truth"], r["mcse"], r["z"]):
+        for idx, est, tru, se, z in zip(r["index"], r["estimate"], r["truth"], r["mcse"], r["z"], strict=False):
             rows.append([name, ",".join(map(str, idx)), float(est), float(tru), float(se), float(z)])
     bad = [row for row in rows if not abs(row[-1]) < threshold]
     if bad:
@@ -63,11 +78,20 @@ def assert_tv_within_bound(draws, exact, p: float = 0.01) -> tuple[float, float]
     """Raise ``AssertionError`` unless TV(pooled empirical, exact) <= tv_bound at level ``p``.
 
     ``exact`` is an :class:`~gradmc.diagnostics.ExactDistribution` or a target's
-    :class:`~gradmc.targets.enumerate.Enumeration`. ``draws`` (chain, draw, d) with
+    :class:`~gradmc.enumeration.Enumeration`. ``draws`` (chain, draw, d) with
     entries in its values (or one-hot rows (chain, draw, d, k)). The
     ESS of each state's indicator is ArviZ's (split chains, all chains together), capped at
     the number of draws; a state whose indicator never changes gets the smallest ESS of the
     others. Returns (tv, bound).
+
+    Parameters
+    ----------
+    draws : array_like
+        Discrete draws.
+    exact : ExactDistribution or Enumeration
+        The exact distribution.
+    p : float
+        The level of the bound.
     """
     if not isinstance(exact, ExactDistribution):
         exact = ExactDistribution.from_enumeration(exact)
@@ -77,7 +101,9 @@ def assert_tv_within_bound(draws, exact, p: float = 0.01) -> tuple[float, float]
         raise ValueError(f"draws have {d} coordinates; the exact distribution has {exact.d}")
     num_states = exact.probs.size
     if num_states > MAX_TV_STATES:
-        raise ValueError(f"{num_states} states is too many for a joint TV test (limit {MAX_TV_STATES}); use tv_marginals")
+        raise ValueError(
+            f"{num_states} states is too many for a joint TV test (limit {MAX_TV_STATES}); use tv_marginals"
+        )
     codes = np.ravel_multi_index(tuple(idx[..., i] for i in range(d)), (exact.values.size,) * d, order="F")
     counts = np.bincount(codes.ravel(), minlength=num_states).astype(np.float64)
     ess = np.empty(num_states)
@@ -94,7 +120,10 @@ def assert_tv_within_bound(draws, exact, p: float = 0.01) -> tuple[float, float]
         freq = counts / counts.sum()
         worst = np.argsort(-np.abs(freq - exact.probs))[:8]
         states = np.stack(np.unravel_index(worst, (exact.values.size,) * d, order="F"), axis=-1)
-        rows = [[str(exact.values[s].tolist()), float(freq[w]), float(exact.probs[w]), float(ess[w])] for s, w in zip(states, worst)]
+        rows = [
+            [str(exact.values[s].tolist()), float(freq[w]), float(exact.probs[w]), float(ess[w])]
+            for s, w in zip(states, worst, strict=False)
+        ]
         raise AssertionError(
             f"TV {tv:.4g} > bound {bound:.4g} (p = {p}, {c}x{n} draws, min ESS {ess.min():.4g})\n"
             + _table(["state", "empirical", "exact", "ess"], rows)

@@ -1,9 +1,11 @@
 """``Trace``: the result of a run — draws (chain, draw, *event), sample statistics, adapted
-parameters and timings — and its conversion to ArviZ."""
+parameters and timings — and its conversion to ArviZ.
+"""
 
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ import numpy as np
 
 from gradmc.base import StepStats
 
-__all__ = ["Trace", "RunningMoments", "merge_netcdf"]
+__all__ = ["Trace", "RunningMoments", "merge_netcdf", "chunk_file", "iter_chunk_arrays"]
 
 _ARVIZ_NAMES = {
     "logdensity": "lp",
@@ -25,16 +27,60 @@ _ARVIZ_NAMES = {
 }
 
 
+def chunk_file(directory: str | os.PathLike, phase: str, index: int) -> Path:
+    """Where a checkpointed run keeps the outputs of chunk ``index`` of ``phase``:
+    ``directory/chunks/{phase}_{index:06d}.npz`` (written by :class:`gradmc.run.store.RunStore`).
+
+    Parameters
+    ----------
+    directory : path
+        The checkpoint folder.
+    phase : str
+        ``"warmup"`` or ``"draws"``.
+    index : int
+        The chunk's number in its phase.
+    """
+    return Path(directory) / "chunks" / f"{phase}_{index:06d}.npz"
+
+
+def iter_chunk_arrays(directory: str | os.PathLike, phase: str):
+    """Yield each saved chunk of ``phase`` in order as ``{path: array}`` (one in memory at a
+    time); for the draw phase, ``[0]`` holds the draws and ``[1].<stat>`` the statistics.
+
+    Parameters
+    ----------
+    directory : path
+        The checkpoint folder.
+    phase : str
+        ``"warmup"`` or ``"draws"``.
+    """
+    index = 0
+    while (path := chunk_file(directory, phase, index)).exists():
+        with np.load(path) as data:
+            yield {k: data[k] for k in data.files}
+        index += 1
+
+
 class RunningMoments:
     """Per-chain running mean and variance of kept quantities, merged chunk by chunk
-    (Chan et al.'s parallel update, float64), so a run that keeps no draws still has them."""
+    (Chan et al.'s parallel update, float64), so a run that keeps no draws still has them.
+    Chunks arrive through :meth:`update`; :meth:`result` reads the moments.
+    """
 
     def __init__(self):
+        """No quantities seen yet."""
         self.count = 0
         self.mean = None
         self.m2 = None
 
     def update(self, draws: np.ndarray) -> None:
+        """Merge a chunk of kept quantities.
+
+        Parameters
+        ----------
+        draws : ndarray
+            Shaped ``(chain, draw, ...)``.
+        """
         x = np.asarray(draws, dtype=np.float64)
         n = x.shape[1]
         if n == 0:
@@ -52,7 +98,7 @@ class RunningMoments:
 
     def result(self) -> dict | None:
         """``{"count", "mean", "var"}`` per chain (variance with ddof=1), or None."""
-        if self.mean is None:
+        if self.mean is None or self.m2 is None:
             return None
         return {"count": self.count, "mean": self.mean, "var": self.m2 / max(self.count - 1, 1)}
 
@@ -67,6 +113,33 @@ class Trace:
     arrays (``logdensity``, ``acceptance_rate``, ``is_accepted``, ``step_size``,
     ``num_grad_evals``, ``diverging``, ``nonfinite`` and sampler extras); ``params``: the
     adapted parameters of each chain; ``timing``: compile, warm-up and sampling seconds.
+
+    Parameters
+    ----------
+    target, sampler : str
+        Names of the target and the sampler.
+    draws : ndarray or None
+        ``(chain, draw, *event)``.
+    stats, warmup_stats : dict of str to ndarray
+        Statistics of the kept and the warm-up steps.
+    params : pytree
+        The adapted parameters.
+    options : dict
+        The sampler's options.
+    seed, thinning : int
+        The run's seed and thinning.
+    timing : dict
+        Seconds of compilation, warm-up and sampling.
+    final_state : pytree
+        The chains' last kernel state.
+    moments : dict, optional
+        Running per-chain means and variances of the kept quantity.
+    directory : Path, optional
+        The checkpoint folder.
+    first_chain : int
+        Index of this trace's first chain in the whole run.
+    extended : ExtendedDraws, optional
+        Particles and importance weights of a pseudo-extended run.
     """
 
     target: str
@@ -87,20 +160,30 @@ class Trace:
 
     @staticmethod
     def flatten_stats(stats: StepStats) -> dict[str, np.ndarray]:
+        """``name -> array`` of every statistic, the sampler's extras included.
+
+        Parameters
+        ----------
+        stats : StepStats
+            Stacked statistics of a phase.
+        """
         out = {name: np.asarray(getattr(stats, name)) for name in StepStats._fields if name != "extra"}
         out.update({name: np.asarray(value) for name, value in stats.extra.items()})
         return out
 
     @property
     def num_chains(self) -> int:
-        return int(self.draws.shape[0])
+        """Number of chains."""
+        return int(self.draws.shape[0])  # type: ignore[union-attr]
 
     @property
     def num_draws(self) -> int:
-        return int(self.draws.shape[1])
+        """Kept draws per chain."""
+        return int(self.draws.shape[1])  # type: ignore[union-attr]
 
     @property
     def acceptance_rate(self) -> float:
+        """Mean acceptance probability of the kept phase, over chains and draws."""
         return float(np.mean(self.stats["acceptance_rate"]))
 
     @property
@@ -115,14 +198,22 @@ class Trace:
 
     @property
     def num_divergent(self) -> int:
+        """Divergent transitions of the kept phase."""
         return int(np.sum(self.stats["diverging"]))
 
     @property
     def sampling_seconds(self) -> float:
+        """Seconds spent in the kept phase (compilation excluded)."""
         return float(self.timing.get("sampling_s", np.nan))
 
     def to_arviz(self, var_name: str = "x"):
-        """An ``arviz.InferenceData`` with ``posterior[var_name]`` and ``sample_stats``."""
+        """An ``arviz.InferenceData`` with ``posterior[var_name]`` and ``sample_stats``.
+
+        Parameters
+        ----------
+        var_name : str
+            Name of the posterior variable.
+        """
         import arviz as az
 
         sample_stats = {_ARVIZ_NAMES.get(k, k): v for k, v in self.stats.items() if v.ndim >= 2}
@@ -133,16 +224,18 @@ class Trace:
             warmup_sample_stats=warmup_stats or None,
             save_warmup=bool(warmup_stats),
         )
-        idata.posterior.attrs.update({
-            "target": self.target,
-            "sampler": self.sampler,
-            "seed": self.seed,
-            "thinning": self.thinning,
-            "options": repr(self.options),
-            "sampling_seconds": self.sampling_seconds,
-            "first_chain": self.first_chain,
-            "inference_library": "gradmc",
-        })
+        idata.posterior.attrs.update(
+            {
+                "target": self.target,
+                "sampler": self.sampler,
+                "seed": self.seed,
+                "thinning": self.thinning,
+                "options": repr(self.options),
+                "sampling_seconds": self.sampling_seconds,
+                "first_chain": self.first_chain,
+                "inference_library": "gradmc",
+            }
+        )
         return idata
 
     def save_netcdf(self, path, var_name: str = "x") -> Path:
@@ -150,16 +243,23 @@ class Trace:
 
         A run that kept no draws in memory but has a checkpoint folder is assembled chunk
         by chunk from that folder, so memory holds one chunk at a time.
+
+        Parameters
+        ----------
+        path : path
+            The file to write.
+        var_name : str
+            Name of the posterior variable.
         """
         path = Path(path)
         if self.draws is not None:
             self.to_arviz(var_name).to_netcdf(str(path), engine="h5netcdf")
             return path
         if self.directory is None:
-            raise ValueError("this trace kept no draws (keep_draws=False) and has no checkpoint folder to read them from")
+            raise ValueError(
+                "this trace kept no draws (keep_draws=False) and has no checkpoint folder to read them from"
+            )
         import h5netcdf
-
-        from gradmc.checkpoint import iter_chunk_arrays
 
         chunks = iter_chunk_arrays(self.directory, "draws")
         first = next(chunks)["[0]"]
@@ -167,11 +267,17 @@ class Trace:
         event_dims = tuple(f"{var_name}_dim_{i}" for i in range(first.ndim - 2))
         with h5netcdf.File(path, "w") as f:
             post = f.create_group("posterior")
-            post.dimensions.update({"chain": num_chains, "draw": num_draws, **dict(zip(event_dims, first.shape[2:]))})
+            post.dimensions.update(
+                {"chain": num_chains, "draw": num_draws, **dict(zip(event_dims, first.shape[2:], strict=False))}
+            )
             # chunked storage, one HDF5 chunk per saved chunk of draws: slices are written
             # straight through instead of being staged in memory
-            var = post.create_variable(var_name, ("chain", "draw", *event_dims), dtype=first.dtype,
-                                       chunks=(num_chains, first.shape[1], *first.shape[2:]))
+            var = post.create_variable(
+                var_name,
+                ("chain", "draw", *event_dims),
+                dtype=first.dtype,
+                chunks=(num_chains, first.shape[1], *first.shape[2:]),
+            )
             start = 0
             for block in itertools.chain([first], (c["[0]"] for c in chunks)):  # one chunk in memory at a time
                 var[:, start : start + block.shape[1]] = block
@@ -181,23 +287,39 @@ class Trace:
             for name, values in self.stats.items():
                 if values.ndim == 2:
                     is_bool = values.dtype == bool  # NetCDF has no booleans: int8 + xarray's marker
-                    var = stats.create_variable(_ARVIZ_NAMES.get(name, name), ("chain", "draw"),
-                                                data=values.astype(np.int8) if is_bool else values)
+                    var = stats.create_variable(
+                        _ARVIZ_NAMES.get(name, name),
+                        ("chain", "draw"),
+                        data=values.astype(np.int8) if is_bool else values,
+                    )
                     if is_bool:
                         var.attrs["dtype"] = "bool"
-            post.attrs.update({"target": self.target, "sampler": self.sampler, "seed": self.seed, "first_chain": self.first_chain})
+            post.attrs.update(
+                {"target": self.target, "sampler": self.sampler, "seed": self.seed, "first_chain": self.first_chain}
+            )
         return path
 
 
 def merge_netcdf(shards, out) -> Path:
     """Join per-process NetCDF traces (``Trace.save_netcdf`` of each shard of a multi-host
-    run) along the chain axis, ordered by their ``first_chain`` attribute."""
+    run) along the chain axis, ordered by their ``first_chain`` attribute.
+
+    Parameters
+    ----------
+    shards : sequence of path
+        The per-process files.
+    out : path
+        The merged file.
+    """
     import arviz as az
 
     loaded = [az.from_netcdf(str(p)) for p in shards]
     if not loaded:
         raise ValueError("give at least one shard to merge")
     loaded.sort(key=lambda d: int(d.posterior.attrs.get("first_chain", 0)))
-    merged = az.concat(*loaded, dim="chain", reset_dim=True) if len(loaded) > 1 else loaded[0]
+    if len(loaded) > 1:
+        merged = az.concat(*loaded, dim="chain", reset_dim=True)  # type: ignore[call-overload]
+    else:
+        merged = loaded[0]
     merged.to_netcdf(str(out), engine="h5netcdf")
     return Path(out)

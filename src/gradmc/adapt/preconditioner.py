@@ -1,6 +1,8 @@
 """PAVG's preconditioner: M_ε and its square root, and how M is chosen or learned
 (Rhodes & Gutmann 2022, App. F).
 
+* :class:`PAVGPreconditioner` — M, a root R of M_ε and d_ε, as the PAVG and block-Gibbs
+  kernels take them.
 * :func:`make_preconditioner` — M_ε = M + d_ε I with d_ε = max(0, −λ_min(M)) + 2/ε
   (eq. 39, safe for M with negative eigenvalues) and its symmetric square root R, computed
   once per M from one eigendecomposition (the kernel then needs two mat-vecs per step).
@@ -18,18 +20,18 @@
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.base import Sampler
-from gradmc.linalg import check_square
+from gradmc.base import BoundSampler
 
 __all__ = [
-    "Preconditioner",
-    "check_matrix",
+    "PAVGPreconditioner",
+    "LearningState",
     "make_preconditioner",
     "from_eigh",
     "from_data",
@@ -42,15 +44,25 @@ __all__ = [
 ]
 
 DEFAULTS = dict(num_fit=1000, refit_interval=100, adapt_rate=0.25, decay=0.99)
-"""Algorithm F.4 defaults (experiments.md): N_M = 1000, N_adapt = 100, δ = 0.25, ρ = 0.99."""
+"""Algorithm F.4 defaults (the authors' settings): N_M = 1000, N_adapt = 100, δ = 0.25, ρ = 0.99."""
 
 
-class Preconditioner(NamedTuple):
-    """M (n×n, acting on the flattened position), a square root R of M_ε and d_ε.
+class PAVGPreconditioner(NamedTuple):
+    """PAVG's second-order term: M (n×n, acting on the flattened position), a square root R
+    of M_ε = M + d_ε I and the shift d_ε (eq. 39).
 
     R is any matrix with RᵀR = M_ε: the kernel draws its auxiliary noise as ``n @ R`` = Rᵀn
     (covariance RᵀR). :func:`make_preconditioner` gives the symmetric root; a Cholesky
     factor M_ε = L Lᵀ is stored as R = Lᵀ (:func:`gradmc.learn.pcd.cholesky_preconditioner`).
+
+    Parameters
+    ----------
+    matrix : jax.Array
+        M, (n, n).
+    root : jax.Array
+        R with RᵀR = M_ε, (n, n).
+    d_eps : jax.Array
+        d_ε, a scalar.
     """
 
     matrix: jax.Array
@@ -58,31 +70,49 @@ class Preconditioner(NamedTuple):
     d_eps: jax.Array
 
 
-def check_matrix(M, dim: int, what: str = "PAVG preconditioner M") -> np.ndarray:
-    """``M`` as a float array after checking shape ``(dim, dim)``, finiteness and symmetry."""
-    m = check_square(M, what, dim)
-    if not np.allclose(m, m.T, rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(m).max()))):
-        raise ValueError(f"{what} must be symmetric")
-    return 0.5 * (m + m.T)
+def from_eigh(eigvecs, eigvals, step_size) -> PAVGPreconditioner:
+    """The preconditioner of M = V diag(λ) Vᵀ for step size ε (eq. 39).
 
-
-def from_eigh(eigvecs, eigvals, step_size) -> Preconditioner:
-    """Preconditioner of M = V diag(λ) Vᵀ for step size ε (eq. 39)."""
+    Parameters
+    ----------
+    eigvecs : jax.Array
+        V, (n, n), eigenvectors in columns.
+    eigvals : jax.Array
+        λ, (n,).
+    step_size : float or jax.Array
+        ε > 0 (d_ε = max(0, −λ_min) + 2/ε).
+    """
     d_eps = jnp.maximum(0.0, -jnp.min(eigvals)) + 2.0 / step_size
     root_vals = jnp.sqrt(jnp.maximum(eigvals + d_eps, 0.0))
     matrix = (eigvecs * eigvals) @ eigvecs.T
     root = (eigvecs * root_vals) @ eigvecs.T
-    return Preconditioner(matrix.astype(jnp.float32), root.astype(jnp.float32), jnp.asarray(d_eps, jnp.float32))
+    return PAVGPreconditioner(matrix.astype(jnp.float32), root.astype(jnp.float32), jnp.asarray(d_eps, jnp.float32))
 
 
-def make_preconditioner(M, step_size) -> Preconditioner:
-    """Preconditioner for a given symmetric M (negative eigenvalues allowed, eq. 39)."""
+def make_preconditioner(M, step_size) -> PAVGPreconditioner:
+    """The preconditioner of a given symmetric M (negative eigenvalues allowed, eq. 39).
+
+    Parameters
+    ----------
+    M : array_like
+        Symmetric (n, n).
+    step_size : float or jax.Array
+        ε > 0.
+    """
     eigvals, eigvecs = jnp.linalg.eigh(jnp.asarray(M, jnp.float32))
     return from_eigh(eigvecs, eigvals, step_size)
 
 
 def from_data(samples, kind: str = "covariance") -> np.ndarray:
-    """Empirical covariance or precision (pseudo-inverse) of ``samples`` (N, *event)."""
+    """Empirical covariance or precision (pseudo-inverse) of ``samples`` (App. F, EBMs).
+
+    Parameters
+    ----------
+    samples : array_like
+        (N, *event) samples, flattened per sample.
+    kind : {"covariance", "precision"}
+        Which matrix to return.
+    """
     x = np.asarray(samples, dtype=np.float64)
     x = x.reshape(x.shape[0], -1)
     if x.shape[0] < 2 or not np.all(np.isfinite(x)):
@@ -96,7 +126,13 @@ def from_data(samples, kind: str = "covariance") -> np.ndarray:
 
 
 def pool_chains(x):
-    """Mean over the runner's ``"chain"`` axis when it exists (else ``x`` itself)."""
+    """Mean over the runner's ``"chain"`` axis when it exists (else ``x`` itself).
+
+    Parameters
+    ----------
+    x : jax.Array
+        A per-chain statistic.
+    """
     try:
         return jax.lax.pmean(x, "chain")
     except NameError:
@@ -106,8 +142,16 @@ def pool_chains(x):
 def least_squares_scale(M, deltas, ys):
     """γ0 = argmin Σ_t (y_t − γ0 x_t)², x_t = ½ Δ_tᵀ M Δ_t (eqs 36–37); returns (γ0, loss).
 
-    ``deltas`` (T, n) are the moves s_{t+1} − s_t and ``ys`` (T,) the residuals
-    y_t = f(s_{t+1}) − f(s_t) − ∇f(s_t)ᵀΔ_t. Sums are pooled across chains.
+    Sums are pooled across chains.
+
+    Parameters
+    ----------
+    M : jax.Array
+        A candidate M, (n, n).
+    deltas : jax.Array
+        (T, n) moves Δ_t = s_{t+1} − s_t.
+    ys : jax.Array
+        (T,) residuals y_t = f(s_{t+1}) − f(s_t) − ∇f(s_t)ᵀΔ_t.
     """
     x = 0.5 * jnp.einsum("ti,ij,tj->t", deltas, M, deltas)
     sxy, sxx, syy = (pool_chains(jnp.sum(v)) for v in (x * ys, x * x, ys * ys))
@@ -116,7 +160,15 @@ def least_squares_scale(M, deltas, ys):
 
 
 def choose_candidate(candidates, deltas, ys):
-    """App. F.1: the rescaled candidate γ0 M of lowest least-squares loss."""
+    """App. F.1: the rescaled candidate γ0 M of lowest least-squares loss.
+
+    Parameters
+    ----------
+    candidates : sequence of jax.Array
+        The candidate matrices M, each (n, n).
+    deltas, ys : jax.Array
+        The burn-in history, as for :func:`least_squares_scale`.
+    """
     best, best_loss = None, None
     for M in candidates:
         gamma0, loss = least_squares_scale(M, deltas, ys)
@@ -129,7 +181,17 @@ def choose_candidate(candidates, deltas, ys):
 
 
 def adapt_gamma(gamma, gamma_old, rate, a_new, a_old):
-    """Algorithm F.5: move γ in the direction that increased the mean jump; returns (γ, γ_old)."""
+    """Algorithm F.5: move γ in the direction that increased the mean jump; returns (γ, γ_old).
+
+    Parameters
+    ----------
+    gamma, gamma_old : jax.Array
+        The current and the previous γ.
+    rate : float or jax.Array
+        The step of the rule (multiplicative when |γ| ≥ 1, additive otherwise).
+    a_new, a_old : jax.Array
+        The mean L1 jump of the last and of the previous window.
+    """
     increased = gamma >= gamma_old
     improved = a_new >= a_old
     step = jnp.where(increased == improved, rate, -rate)
@@ -138,8 +200,13 @@ def adapt_gamma(gamma, gamma_old, rate, a_new, a_old):
 
 
 class LearningState(NamedTuple):
+    """The warm-up state of :func:`learning_sampler`: the kernel's state, the current
+    preconditioner, the fitted M's eigendecomposition, γ and AdaptGamma's bookkeeping,
+    and the burn-in history that M is fitted to.
+    """
+
     kernel: NamedTuple
-    precond: Preconditioner
+    precond: PAVGPreconditioner
     eigvecs: jax.Array  # eigendecomposition of the fitted M (γ = 1)
     eigvals: jax.Array
     gamma: jax.Array
@@ -168,17 +235,38 @@ def learning_sampler(
     refit_interval: int = DEFAULTS["refit_interval"],
     adapt_rate: float = DEFAULTS["adapt_rate"],
     decay: float = DEFAULTS["decay"],
-) -> Sampler:
+) -> BoundSampler:
     """PAVG warm-up of Algorithm F.4 around ``kernel(key, state, precond) -> (state, info)``.
 
-    ``stats_fn(state, info, gamma)`` makes the step statistics.
-
-    ``M=None``: M starts at 0 (AVG) and is fitted after ``fit_at = min(num_fit,
-    num_warmup // 2)`` steps from the burn-in history (App. F.1). With ``M`` given, lines
-    5–8 are dropped (App. F). ``initial_step_size`` (default ``step_size``) is the ε used
-    before the fit, while M = 0 (PAVG is then AVG; experiments.md: "PAVG 0.02 then 1000
-    after adaptation"). ``adapt``: run AdaptGamma on γ every ``refit_interval``
-    steps after the fit, rate ``adapt_rate`` decaying by ``decay``.
+    Parameters
+    ----------
+    name : str
+        The sampler's name.
+    kernel_init : callable
+        ``kernel_init(key, position) -> state`` of the kernel.
+    kernel : callable
+        ``kernel(key, state, precond) -> (state, info)`` with a :class:`PAVGPreconditioner`.
+    stats_fn : callable
+        ``stats_fn(state, info, gamma) -> StepStats``.
+    dim : int
+        n, the flattened dimension M acts on.
+    step_size : float or jax.Array
+        ε of the kept kernel (and after the fit).
+    num_warmup : int
+        Warm-up steps.
+    M : array_like, optional
+        None: M starts at 0 (AVG) and is fitted after ``fit_at = min(num_fit,
+        num_warmup // 2)`` steps from the burn-in history (App. F.1). With ``M`` given,
+        lines 5–8 of Algorithm F.4 are dropped (App. F).
+    initial_step_size : float, optional
+        The ε used before the fit, while M = 0 (default ``step_size``; PAVG is then AVG;
+        the paper's poly2 runs use 0.02, then 1000 after adaptation).
+    adapt : bool
+        Run AdaptGamma on γ every ``refit_interval`` steps after the fit.
+    num_fit, refit_interval : int
+        N_M and N_adapt of Algorithm F.4.
+    adapt_rate, decay : float
+        AdaptGamma's rate and its decay per window.
     """
     learn = M is None
     fit_at = min(int(num_fit), int(num_warmup) // 2) if learn else 0
@@ -187,9 +275,8 @@ def learning_sampler(
     n_hist = max(fit_at, 1)
 
     def init(key, position):
-        del key
         return LearningState(
-            kernel=kernel_init(position),
+            kernel=kernel_init(key, position),
             precond=from_eigh(eigvecs0, eigvals0, step_size if initial_step_size is None else initial_step_size),
             eigvecs=eigvecs0,
             eigvals=eigvals0,
@@ -224,14 +311,19 @@ def learning_sampler(
         fitted = choose_candidate([cov, precision], ws.deltas, ws.ys)
         vals, vecs = jnp.linalg.eigh(fitted)
         return ws._replace(
-            eigvecs=vecs, eigvals=vals, gamma=jnp.float32(1.0), gamma_old=jnp.float32(1.0),
+            eigvecs=vecs,
+            eigvals=vals,
+            gamma=jnp.float32(1.0),
+            gamma_old=jnp.float32(1.0),
             precond=from_eigh(vecs, vals, step_size),
         )
 
     def adapt_step(ws, a_new):
         gamma, gamma_old = adapt_gamma(ws.gamma, ws.gamma_old, ws.rate, a_new, ws.prev_window_mean)
         return ws._replace(
-            gamma=gamma, gamma_old=gamma_old, rate=ws.rate * decay,
+            gamma=gamma,
+            gamma_old=gamma_old,
+            rate=ws.rate * decay,
             precond=from_eigh(ws.eigvecs, gamma * ws.eigvals, step_size),
         )
 
@@ -264,4 +356,4 @@ def learning_sampler(
     def position(state):
         return state.kernel.position if isinstance(state, LearningState) else state.position
 
-    return Sampler(name, init, warmup_step, finalize, step, position)
+    return BoundSampler(name, init, warmup_step, finalize, step, position)

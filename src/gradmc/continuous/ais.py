@@ -21,10 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.adapt.step_size import check_positive
 from gradmc.base import Target
-from gradmc.continuous.tempering import TemperedPath, check_ladder, local_move
-from gradmc.linalg import cholesky_factor
+from gradmc.checks import check_positive
+from gradmc.continuous.tempering import TemperedPath, check_ladder, gaussian_reference, local_move
 
 __all__ = ["AISResult", "ais", "power_schedule"]
 
@@ -32,7 +31,8 @@ __all__ = ["AISResult", "ais", "power_schedule"]
 class AISResult(NamedTuple):
     """``draws`` (P, *event) with ``log_weights`` (P,); ``log_z`` = log mean w and its
     s.e. ``log_z_se`` (= relative s.e. of Z-hat); ``ess`` = (sum w)^2 / sum w^2;
-    ``acceptance_rate`` of the local moves, averaged."""
+    ``acceptance_rate`` of the local moves, averaged.
+    """
 
     draws: np.ndarray
     log_weights: np.ndarray
@@ -42,13 +42,28 @@ class AISResult(NamedTuple):
     acceptance_rate: float
 
     def weighted_mean(self, fn=None) -> np.ndarray:
+        """The self-normalised estimate sum w f(x) / sum w over the particles.
+
+        Parameters
+        ----------
+        fn : callable, optional
+            f, applied to ``draws`` (the identity when omitted).
+        """
         w = np.exp(self.log_weights - self.log_weights.max())
         values = self.draws if fn is None else fn(self.draws)
         return np.tensordot(w / w.sum(), values, axes=(0, 0))
 
 
 def power_schedule(num_temperatures: int, power: float = 4.0) -> np.ndarray:
-    """beta_t = (t / T)^power, t = 0..T (T + 1 = ``num_temperatures`` values)."""
+    """beta_t = (t / T)^power, t = 0..T (T + 1 = ``num_temperatures`` values).
+
+    Parameters
+    ----------
+    num_temperatures : int
+        The ladder's length (>= 2).
+    power : float
+        The exponent (positive).
+    """
     if int(num_temperatures) < 2:
         raise ValueError(f"num_temperatures must be >= 2, got {num_temperatures!r}")
     check_positive("power", power)
@@ -69,28 +84,43 @@ def ais(
     num_leapfrog_steps: int = 5,
     num_mcmc_steps: int = 1,
 ) -> AISResult:
-    """Run AIS on ``target`` (options as in the module docstring); ``betas`` (increasing,
-    0 -> 1) overrides the default ``power_schedule(num_temperatures)``."""
+    """Run AIS on ``target``: Neal 2001 §2, the importance weights of the annealing path.
+
+    Parameters
+    ----------
+    target : Target
+        The distribution gamma (unnormalised).
+    key : PRNGKey
+        The run's key.
+    num_particles : int
+        P.
+    betas : array_like, optional
+        The ladder, increasing from 0 to 1 (overrides ``num_temperatures``).
+    num_temperatures : int
+        The length of the default ``power_schedule(num_temperatures)``.
+    reference_mean, reference_cov : array_like, optional
+        The Gaussian reference r (default N(0, I)).
+    local : {"rwm", "hmc"}
+        The local move.
+    step_size : float
+        Its step size.
+    num_leapfrog_steps : int
+        Leapfrog steps of an HMC move.
+    num_mcmc_steps : int
+        Local moves per temperature.
+    """
     check_positive("num_particles", num_particles, integer=True)
     check_positive("num_mcmc_steps", num_mcmc_steps, integer=True)
     check_positive("step_size", step_size)
-    ladder = check_ladder(power_schedule(num_temperatures) if betas is None else betas, allow_zero=True, increasing=True)
+    ladder = check_ladder(
+        power_schedule(num_temperatures) if betas is None else betas, allow_zero=True, increasing=True
+    )
     if ladder[0] != 0.0:
         raise ValueError(f"the AIS ladder must start at beta = 0 (the reference), got {ladder[0]}")
     d = target.dim
-    mean = np.zeros(d) if reference_mean is None else np.asarray(reference_mean, np.float64)
-    if mean.shape != (d,):
-        raise ValueError(f"reference_mean must have shape ({d},), got {mean.shape}")
-    chol = cholesky_factor(np.eye(d) if reference_cov is None else reference_cov, "AIS reference covariance", d)
-    chol_np = np.asarray(chol, np.float64)
-    log_det = float(np.sum(np.log(np.diag(chol_np))))
-    mean_j, chol_inv = jnp.asarray(mean, jnp.float32), jnp.asarray(np.linalg.inv(chol_np), jnp.float32)
-
-    def log_reference(x):
-        z = chol_inv @ (x.reshape(-1) - mean_j)
-        return -0.5 * jnp.dot(z, z) - log_det - 0.5 * d * np.log(2 * np.pi)
-
-    path = TemperedPath(target.logdensity_fn, log_reference)
+    reference = gaussian_reference(reference_mean, reference_cov, d, "reference_mean", "AIS reference covariance")
+    mean_j, chol = reference.mean, reference.chol
+    path = TemperedPath(target.logdensity_fn, reference.log_density)
     move = local_move(local, num_leapfrog_steps)
     shape = target.space.event_shape
     betas_j = jnp.asarray(ladder, jnp.float32)
@@ -109,7 +139,9 @@ def ais(
                 p, prob, _, _ = move(k, p, beta, path, step_size)
                 return (p, a + prob), None
 
-            (point, acc), _ = jax.lax.scan(mcmc, (point, acc), jax.random.split(jax.random.fold_in(k_run, t), num_mcmc_steps))
+            (point, acc), _ = jax.lax.scan(
+                mcmc, (point, acc), jax.random.split(jax.random.fold_in(k_run, t), num_mcmc_steps)
+            )
             return (point, log_w, acc), None
 
         steps = (jnp.arange(1, betas_j.size), betas_j[:-1], betas_j[1:])

@@ -14,26 +14,34 @@ draw carries the importance weight of the target
     log w(x) = l(x) - log pi(x) = log(D / (1 - e^-D))        (stats["log_weight"]),
 
 and E_pi[f] = sum w f / sum w over the chain (:func:`gradmc.continuous.tempering.weighted_mean`).
-The kernel is BlackJAX HMC (or NUTS) with Stan's window adaptation on (x, u).
+The kernel is BlackJAX HMC (or NUTS) on z = (x, u) (:mod:`gradmc.continuous.hmc`).
 """
 
 from __future__ import annotations
 
-import blackjax
+from collections.abc import Callable
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from blackjax.base import build_sampling_algorithm
 
-from gradmc.base import Sampler, Target, reject_nonfinite
-from gradmc.continuous.hmc import window_adapted_sampler
-from gradmc.linalg import cholesky_factor
-from gradmc.registry import register_sampler
+from gradmc.base import SamplingAlgorithm, reject_nonfinite
+from gradmc.continuous import hmc
+from gradmc.continuous.tempering import GaussianReference
 
-__all__ = ["log_weight", "build"]
+__all__ = ["log_weight", "ContinuousTempering", "continuous_tempering", "init", "build_kernel", "as_top_level_api"]
 
 
 def log_weight(delta):
-    """log(D / (1 - e^-D)), stable for all D (-> 0 at D = 0)."""
+    """log(D / (1 - e^-D)), stable for all D (-> 0 at D = 0): the importance weight of the module docstring.
+
+    Parameters
+    ----------
+    delta : array
+        D = l(x) - log q(x) - c.
+    """
     small = jnp.abs(delta) < 1e-4
     d = jnp.where(small, 1.0, delta)
     pos = jnp.log(jnp.abs(d)) - jnp.log(-jnp.expm1(-jnp.abs(d)))  # D > 0 branch, for |D|
@@ -41,75 +49,142 @@ def log_weight(delta):
     return jnp.where(small, 0.5 * delta, value)
 
 
-@register_sampler("ct-hmc", "continuously tempered HMC (Graham & Storkey 2017): inverse temperature as a state, Gaussian base")
-def build(
-    target: Target,
-    num_warmup: int,
-    base_mean=None,
-    base_cov=None,
-    kernel="hmc",
-    num_integration_steps=10,
-    target_accept=0.8,
-    num_is_samples=2000,
-):
-    """Options: ``base_mean``/``base_cov`` of the Gaussian base q (default N(0, I)),
-    ``kernel`` in {"hmc", "nuts"}, ``num_integration_steps`` (HMC), ``target_accept``,
-    ``num_is_samples`` for the estimate of c = log Z."""
-    d = target.dim
-    mean = np.zeros(d) if base_mean is None else np.asarray(base_mean, np.float64)
-    if mean.shape != (d,):
-        raise ValueError(f"base_mean must have shape ({d},), got {mean.shape}")
-    chol = np.asarray(cholesky_factor(np.eye(d) if base_cov is None else base_cov, "CT-HMC base covariance", d), np.float64)
-    if kernel not in ("hmc", "nuts"):
-        raise ValueError(f"kernel must be 'hmc' or 'nuts', got {kernel!r}")
-    log_det = float(np.sum(np.log(np.diag(chol))))
-    mean_j, chol_j, chol_inv = (jnp.asarray(a, jnp.float32) for a in (mean, chol, np.linalg.inv(chol)))
-    shape = target.space.event_shape
-    ell = target.logdensity_fn
+class ContinuousTempering(NamedTuple):
+    """The joint log pi(x, u) of the module docstring, on z = (x flattened, u).
 
-    def log_base(x):
-        z = chol_inv @ (x.reshape(-1) - mean_j)
-        return -0.5 * jnp.dot(z, z) - log_det - 0.5 * d * np.log(2 * np.pi)
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The target's l(x).
+    log_base : callable
+        The normalised base log q(x).
+    log_z : float
+        c, the estimate of log Z.
+    shape : tuple
+        The event shape of x.
+    dim : int
+        The number of coordinates of x.
+    """
 
-    xs = (mean_j + jax.random.normal(jax.random.key(2017), (int(num_is_samples), d)) @ chol_j.T).reshape(-1, *shape)
-    log_ratio = np.asarray(jax.jit(jax.vmap(lambda x: ell(x) - log_base(x)))(xs), np.float64)
+    logdensity_fn: Callable
+    log_base: Callable
+    log_z: float
+    shape: tuple
+    dim: int
+
+    def split(self, z):
+        """``(x, u)`` from z."""
+        return z[: self.dim].reshape(self.shape), z[self.dim]
+
+    def augment(self, x):
+        """Z = (x, u = 0): beta = 1/2."""
+        return jnp.concatenate([x.reshape(-1), jnp.zeros(1, x.dtype)])
+
+    def joint(self, z):
+        """Log pi(x, u)."""
+        x, u = self.split(z)
+        beta = jax.nn.sigmoid(u)
+        ell = self.logdensity_fn
+        return (
+            beta * ell(x)
+            + (1.0 - beta) * (self.log_base(x) + self.log_z)
+            + jax.nn.log_sigmoid(u)
+            + jax.nn.log_sigmoid(-u)
+        )
+
+    def logdensity(self, z):
+        """:meth:`joint` with non-finite values mapped to -inf (what the HMC kernel samples)."""
+        return reject_nonfinite(self.joint)(z)
+
+    def weights(self, z) -> dict:
+        """``{"beta": sigmoid(u), "log_weight": log w(x)}`` at z."""
+        x, u = self.split(z)
+        delta = self.logdensity_fn(x) - self.log_base(x) - self.log_z
+        return {"beta": jax.nn.sigmoid(u), "log_weight": log_weight(delta)}
+
+
+def continuous_tempering(
+    logdensity_fn: Callable,
+    base: GaussianReference,
+    shape: tuple,
+    num_is_samples: int = 2000,
+) -> ContinuousTempering:
+    """The joint with c estimated by importance sampling from the base (``num_is_samples`` draws, key 2017).
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The target's l(x).
+    base : GaussianReference
+        q (from :func:`gradmc.continuous.tempering.gaussian_reference`).
+    shape : tuple
+        The event shape of x.
+    num_is_samples : int
+        The number of importance draws.
+    """
+    d = base.mean.shape[0]
+    xs = (base.mean + jax.random.normal(jax.random.key(2017), (int(num_is_samples), d)) @ base.chol.T).reshape(
+        -1, *shape
+    )
+    log_ratio = np.asarray(jax.jit(jax.vmap(lambda x: logdensity_fn(x) - base.log_density(x)))(xs), np.float64)
     log_ratio = log_ratio[np.isfinite(log_ratio)]
     c = float(np.logaddexp.reduce(log_ratio) - np.log(log_ratio.size)) if log_ratio.size else 0.0
+    return ContinuousTempering(logdensity_fn, base.log_density, c, tuple(shape), d)
 
-    def split(z):
-        return z[:d].reshape(shape), z[d]
 
-    def joint(z):
-        x, u = split(z)
-        beta = jax.nn.sigmoid(u)
-        return beta * ell(x) + (1.0 - beta) * (log_base(x) + c) + jax.nn.log_sigmoid(u) + jax.nn.log_sigmoid(-u)
+def init(position, tempering: ContinuousTempering) -> hmc.HMCState:
+    """The HMC state at z = (``position``, 0).
 
-    if kernel == "hmc":
-        inner = window_adapted_sampler(
-            "ct-hmc", blackjax.hmc.build_kernel(), reject_nonfinite(joint), num_warmup, dense_mass=False,
-            target_accept=target_accept, initial_step_size=1.0, num_integration_steps=int(num_integration_steps),
-        )
-    else:
-        inner = window_adapted_sampler(
-            "ct-hmc", blackjax.nuts.build_kernel(), reject_nonfinite(joint), num_warmup, dense_mass=False,
-            target_accept=target_accept, initial_step_size=1.0,
-        )
+    Parameters
+    ----------
+    position : array
+        x.
+    tempering : ContinuousTempering
+        The joint (in the slot BlackJAX gives the log density).
+    """
+    return hmc.init(tempering.augment(position), tempering.logdensity)
 
-    def with_weight(state, stats):
-        x, u = split(inner.position(state))
-        delta = ell(x) - log_base(x) - c
-        extra = dict(stats.extra, beta=jax.nn.sigmoid(u), log_weight=log_weight(delta))
-        return state, stats._replace(extra=extra)
 
-    def finalize(state):
-        kernel_state, params = inner.finalize(state)
-        return kernel_state, dict(params, log_z_estimate=jnp.asarray(c, jnp.float32))
+def build_kernel(kind: str = "hmc") -> Callable:
+    """``kernel(key, state, tempering, step_size, inverse_mass_matrix, n)``: BlackJAX's HMC or NUTS on the joint.
 
-    return Sampler(
-        "ct-hmc",
-        init=lambda key, position: inner.init(key, jnp.concatenate([position.reshape(-1), jnp.zeros(1, position.dtype)])),
-        warmup_step=lambda key, state, t: with_weight(*inner.warmup_step(key, state, t)),
-        finalize=finalize,
-        step=lambda key, state, params: with_weight(*inner.step(key, state, {k: v for k, v in params.items() if k != "log_z_estimate"})),
-        position=lambda state: split(inner.position(state))[0],
-    )
+    Parameters
+    ----------
+    kind : {"hmc", "nuts"}
+        As in :func:`gradmc.continuous.hmc.build_kernel`.
+    """
+    inner = hmc.build_kernel(kind)
+
+    def kernel(rng_key, state, tempering: ContinuousTempering, step_size, inverse_mass_matrix, n):
+        return inner(rng_key, state, tempering.logdensity, step_size, inverse_mass_matrix, n)
+
+    return kernel
+
+
+def as_top_level_api(
+    tempering: ContinuousTempering,
+    step_size,
+    inverse_mass_matrix,
+    *,
+    kind: str = "hmc",
+    num_integration_steps: int = 10,
+    max_num_doublings: int = 10,
+) -> SamplingAlgorithm:
+    """CT-HMC as a BlackJAX ``SamplingAlgorithm``: ``init(x)``; states hold z = (x, u).
+
+    Parameters
+    ----------
+    tempering : ContinuousTempering
+        The joint, from :func:`continuous_tempering`.
+    step_size : float
+        The leapfrog step size.
+    inverse_mass_matrix : array
+        Over z (``dim + 1`` entries when diagonal).
+    kind : {"hmc", "nuts"}
+        The trajectory.
+    num_integration_steps, max_num_doublings : int
+        As in :func:`gradmc.continuous.hmc.as_top_level_api`.
+    """
+    length = num_integration_steps if kind == "hmc" else max_num_doublings
+    kernel_args = (step_size, jnp.asarray(inverse_mass_matrix), int(length))
+    return build_sampling_algorithm(build_kernel(kind), init, tempering, kernel_args=kernel_args)

@@ -22,23 +22,37 @@ T = (1, 2.8, 7.7, 21.6, 60), p_ee = 0.1, tau = 0.25 (our reading of their §3.3)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from blackjax.base import build_sampling_algorithm
 
-from gradmc.adapt.step_size import check_positive
-from gradmc.base import Sampler, Target, mh_accept, step_stats
-from gradmc.registry import register_sampler
+from gradmc.base import SamplingAlgorithm, mh_accept
+from gradmc.checks import check_positive
 
-__all__ = ["EEState", "build", "KOU_ENERGY_LEVELS", "KOU_TEMPERATURES"]
+__all__ = [
+    "EEState",
+    "EEInfo",
+    "KOU_ENERGY_LEVELS",
+    "KOU_TEMPERATURES",
+    "check_ladder",
+    "level_scales",
+    "init",
+    "build_kernel",
+    "as_top_level_api",
+]
 
 KOU_ENERGY_LEVELS = (0.2, 2.0, 6.3, 20.0, 63.2)
 KOU_TEMPERATURES = (1.0, 2.8, 7.7, 21.6, 60.0)
 
 
 class EEState(NamedTuple):
+    """Every level's position and energy, the ring histories, their counts, and the step number."""
+
     positions: jax.Array  # (K, *event)
     energies: jax.Array  # (K,)
     buffers: jax.Array  # (K levels, K rings, C, *event)
@@ -46,11 +60,31 @@ class EEState(NamedTuple):
     t: jax.Array
 
 
-def _check_ladder(energy_levels, temperatures):
+class EEInfo(NamedTuple):
+    """Per level: acceptance probability, acceptance, non-finite flag, and whether an equi-energy jump was proposed."""
+
+    acceptance_rate: jax.Array  # (K,)
+    is_accepted: jax.Array  # (K,)
+    nonfinite: jax.Array  # (K,)
+    ee_jump: jax.Array  # (K,)
+
+
+def check_ladder(energy_levels, temperatures) -> tuple[np.ndarray, np.ndarray]:
+    """``(H, T)`` as float64 arrays after checking H increases strictly and T starts at 1 and increases strictly.
+
+    Parameters
+    ----------
+    energy_levels : array_like
+        H_0 < ... < H_{K-1}.
+    temperatures : array_like
+        1 = T_0 < ... < T_{K-1}.
+    """
     h = np.asarray(energy_levels, np.float64)
     temps = np.asarray(temperatures, np.float64)
     if h.ndim != 1 or h.size < 2 or temps.shape != h.shape:
-        raise ValueError(f"energy_levels and temperatures must be 1-D of the same length >= 2, got {h.shape} and {temps.shape}")
+        raise ValueError(
+            f"energy_levels and temperatures must be 1-D of the same length >= 2, got {h.shape} and {temps.shape}"
+        )
     if not (np.all(np.isfinite(h)) and np.all(np.diff(h) > 0)):
         raise ValueError(f"energy_levels must increase strictly, got {h}")
     if not (temps[0] == 1.0 and np.all(np.diff(temps) > 0)):
@@ -58,22 +92,76 @@ def _check_ladder(energy_levels, temperatures):
     return h, temps
 
 
-@register_sampler("equi-energy", "equi-energy sampler (Kou et al. 2006): energy rings, temperature ladder, bounded ring histories")
-def build(
-    target: Target,
-    num_warmup: int,
+def level_scales(step_size, temperatures) -> jax.Array:
+    """The Metropolis standard deviations tau sqrt(T_i) of the levels.
+
+    Parameters
+    ----------
+    step_size : float
+        tau.
+    temperatures : array_like
+        T_0..T_{K-1}.
+    """
+    return jnp.asarray(float(step_size) * np.sqrt(np.asarray(temperatures, np.float64)), jnp.float32)
+
+
+def _energy_fn(logdensity_fn: Callable) -> Callable:
+    """h(x) = -log gamma(x), with NaN mapped to +inf."""
+
+    def energy(x):
+        value = -logdensity_fn(x)
+        return jnp.where(jnp.isnan(value), jnp.inf, value)
+
+    return energy
+
+
+def init(position, logdensity_fn: Callable, num_levels: int, buffer_size: int) -> EEState:
+    """Every level at ``position``, empty ring histories.
+
+    Parameters
+    ----------
+    position : array
+        The starting point.
+    logdensity_fn : callable
+        The target's log gamma(x).
+    num_levels : int
+        K.
+    buffer_size : int
+        C, the points kept per level and ring.
+    """
+    k, cap = num_levels, buffer_size
+    positions = jnp.broadcast_to(position, (k, *position.shape))
+    energies = jnp.full((k,), _energy_fn(logdensity_fn)(position), jnp.float32)
+    buffers = jnp.zeros((k, k, cap, *position.shape), position.dtype)
+    return EEState(positions, energies, buffers, jnp.zeros((k, k), jnp.int32), jnp.zeros((), jnp.int32))
+
+
+def build_kernel(
     energy_levels=KOU_ENERGY_LEVELS,
     temperatures=KOU_TEMPERATURES,
     p_ee=0.1,
     step_size=0.25,
     buffer_size=2000,
-    stagger=None,
+    stagger=0,
 ):
-    """Options: ``energy_levels`` H_0..H_{K-1}, ``temperatures`` T_0 = 1 .. T_{K-1},
-    ``p_ee`` (equi-energy jump probability), ``step_size`` tau (Metropolis sd at T = 1;
-    level i uses tau sqrt(T_i)), ``buffer_size`` (points kept per level and ring),
-    ``stagger`` (steps between the starts of successive levels; default num_warmup // K)."""
-    h_np, t_np = _check_ladder(energy_levels, temperatures)
+    """``kernel(key, state, logdensity_fn) -> (EEState, EEInfo)``: one move of every level (the module docstring).
+
+    Parameters
+    ----------
+    energy_levels : array_like
+        H_0..H_{K-1}, increasing.
+    temperatures : array_like
+        T_0 = 1 .. T_{K-1}, increasing.
+    p_ee : float
+        The equi-energy jump probability, in [0, 1).
+    step_size : float
+        tau, the Metropolis standard deviation at T = 1.
+    buffer_size : int
+        C, the points kept per level and ring.
+    stagger : int
+        Steps between the starts of successive levels.
+    """
+    h_np, t_np = check_ladder(energy_levels, temperatures)
     if not 0.0 <= float(p_ee) < 1.0:
         raise ValueError(f"p_ee must lie in [0, 1), got {p_ee}")
     check_positive("step_size", step_size)
@@ -81,17 +169,12 @@ def build(
     k, cap = h_np.size, int(buffer_size)
     levels, temps = jnp.asarray(h_np, jnp.float32), jnp.asarray(t_np, jnp.float32)
     trunc = levels.at[0].set(-jnp.inf)  # level 0 is the target, untruncated
-    scales = jnp.asarray(float(step_size) * np.sqrt(t_np), jnp.float32)
-    stagger = num_warmup // k if stagger is None else int(stagger)
+    scales = level_scales(step_size, t_np)
+    stagger = int(stagger)
     if stagger < 0:
         raise ValueError(f"stagger must be >= 0, got {stagger}")
     starts = jnp.asarray((k - 1 - np.arange(k)) * stagger, jnp.int32)  # level i starts at starts[i]
     record_starts = starts + stagger // 2
-    logdensity_fn = target.logdensity_fn
-
-    def energy(x):
-        value = -logdensity_fn(x)
-        return jnp.where(jnp.isnan(value), jnp.inf, value)
 
     def log_level(h, i):
         return -jnp.maximum(h, trunc[i]) / temps[i]
@@ -99,7 +182,7 @@ def build(
     def ring(h):
         return jnp.sum(h >= levels[1:]).astype(jnp.int32)
 
-    def level_step(key, i, x, h, buffers, counts):
+    def level_step(key, i, x, h, buffers, counts, energy):
         """One move of level i; ``buffers``/``counts`` are all levels' (read level i+1)."""
         k_choice, k_prop, k_pick, k_acc = jax.random.split(key, 4)
         upper = jnp.minimum(i + 1, k - 1)
@@ -121,36 +204,48 @@ def build(
         n = count[j]
         slot = jnp.where(n < cap, n, jax.random.randint(key, (), 0, jnp.maximum(n + 1, 1)))
         store = on & (slot < cap)
-        buffer = buffer.at[j, jnp.minimum(slot, cap - 1)].set(jnp.where(store, x, buffer[j, jnp.minimum(slot, cap - 1)]))
+        buffer = buffer.at[j, jnp.minimum(slot, cap - 1)].set(
+            jnp.where(store, x, buffer[j, jnp.minimum(slot, cap - 1)])
+        )
         return buffer, count.at[j].add(on.astype(count.dtype))
 
-    def one_step(key, state: EEState):
-        k_move, k_rec = jax.random.split(key)
+    def kernel(rng_key, state: EEState, logdensity_fn):
+        energy = _energy_fn(logdensity_fn)
+        k_move, k_rec = jax.random.split(rng_key)
         idx = jnp.arange(k)
-        x, h, prob, accept, nonfinite, jump = jax.vmap(level_step, in_axes=(0, 0, 0, 0, None, None))(
-            jax.random.split(k_move, k), idx, state.positions, state.energies, state.buffers, state.counts
-        )
+        x, h, prob, accept, nonfinite, jump = jax.vmap(
+            partial(level_step, energy=energy), in_axes=(0, 0, 0, 0, None, None)
+        )(jax.random.split(k_move, k), idx, state.positions, state.energies, state.buffers, state.counts)
         active = state.t >= starts
         x = jnp.where(active.reshape(k, *([1] * (x.ndim - 1))), x, state.positions)
         h = jnp.where(active, h, state.energies)
         on = state.t >= record_starts
-        buffers, counts = jax.vmap(record, in_axes=(0, 0, 0, 0, 0, 0))(jax.random.split(k_rec, k), state.buffers, state.counts, x, h, on)
-        new = EEState(x, h, buffers, counts, state.t + 1)
-        stats = step_stats(-h[0], prob[0], accept[0], scales[0], 0, nonfinite=nonfinite[0], extra={"ee_jump": jump[0] & accept[0]})
-        return new, stats
+        buffers, counts = jax.vmap(record, in_axes=(0, 0, 0, 0, 0, 0))(
+            jax.random.split(k_rec, k), state.buffers, state.counts, x, h, on
+        )
+        return EEState(x, h, buffers, counts, state.t + 1), EEInfo(prob, accept, nonfinite, jump)
 
-    def init(key, position):
-        del key
-        positions = jnp.broadcast_to(position, (k, *position.shape))
-        energies = jnp.full((k,), energy(position), jnp.float32)
-        buffers = jnp.zeros((k, k, cap, *position.shape), position.dtype)
-        return EEState(positions, energies, buffers, jnp.zeros((k, k), jnp.int32), jnp.zeros((), jnp.int32))
+    return kernel
 
-    return Sampler(
-        "equi-energy",
-        init=init,
-        warmup_step=lambda key, state, t: one_step(key, state),
-        finalize=lambda state: (state, {"energy_levels": levels, "temperatures": temps}),
-        step=lambda key, state, params: one_step(key, state),
-        position=lambda state: state.positions[0],
-    )
+
+def as_top_level_api(
+    logdensity_fn: Callable,
+    energy_levels=KOU_ENERGY_LEVELS,
+    temperatures=KOU_TEMPERATURES,
+    p_ee=0.1,
+    step_size=0.25,
+    buffer_size=2000,
+    stagger=0,
+) -> SamplingAlgorithm:
+    """The equi-energy sampler as a BlackJAX ``SamplingAlgorithm``.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The target's log gamma(x).
+    energy_levels, temperatures, p_ee, step_size, buffer_size, stagger
+        As in :func:`build_kernel`.
+    """
+    kernel = build_kernel(energy_levels, temperatures, p_ee, step_size, buffer_size, stagger)
+    init_args = (len(energy_levels), int(buffer_size))
+    return build_sampling_algorithm(kernel, init, logdensity_fn, init_args=init_args)

@@ -31,20 +31,21 @@ lower-triangular with a positive diagonal by construction.
 
 After warm-up ``L`` and ``beta`` are frozen: the kept chain is plain RWM / preconditioned
 MALA with proposal covariance ``L L^T``. Constants (eta, alpha*, L0 = 0.1/sqrt(n) I,
-beta0 = 1, G0 = 0.01) are those of ``shared/experiments.md`` (the released code).
+beta0 = 1, G0 = 0.01) are those of the released code.
 """
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from blackjax.base import build_sampling_algorithm
 
-from gradmc.base import SamplingAlgorithm, Sampler, Target, mh_accept, step_stats
-from gradmc.continuous import mala, rwm
-from gradmc.registry import register_sampler
+from gradmc.base import SamplingAlgorithm, mh_accept
+from gradmc.checks import check_positive, check_probability
 
 __all__ = [
     "METHODS",
@@ -52,7 +53,9 @@ __all__ = [
     "GadAdaptState",
     "GadInfo",
     "init",
+    "check_start",
     "init_adaptation",
+    "adaptive_init",
     "rmsprop_step",
     "log_acceptance_ratio",
     "fast_mala_gradient",
@@ -78,7 +81,8 @@ class GadState(NamedTuple):
 
 class GadAdaptState(NamedTuple):
     """Kernel state plus the adapted proposal: Cholesky factor ``L``, entropy weight
-    ``beta``, RMSProp accumulator ``G``, applied updates ``t``, skipped updates."""
+    ``beta``, RMSProp accumulator ``G``, applied updates ``t``, skipped updates.
+    """
 
     state: GadState
     L: jax.Array
@@ -89,6 +93,10 @@ class GadAdaptState(NamedTuple):
 
 
 class GadInfo(NamedTuple):
+    """MH acceptance probability, acceptance, non-finite proposal, ``log a(x, y)``, and whether the update of
+    ``L`` was skipped.
+    """
+
     acceptance_rate: jax.Array
     is_accepted: jax.Array
     nonfinite: jax.Array
@@ -103,6 +111,15 @@ def _method(method: str):
 
 
 def init(position, logdensity_fn: Callable) -> GadState:
+    """The kernel state at ``position``.
+
+    Parameters
+    ----------
+    position : array
+        The starting point (a flat vector).
+    logdensity_fn : callable
+        The unnormalised log density (differentiable).
+    """
     position = jnp.asarray(position)
     if position.ndim != 1:
         raise ValueError(f"gad samplers need a flat position vector, got shape {position.shape}")
@@ -124,18 +141,75 @@ def _check_start(beta0, G0) -> None:
         raise ValueError(f"need beta0 > 0 and G0 >= 0, got beta0={beta0}, G0={G0}")
 
 
-def init_adaptation(state: GadState, L0=None, beta0: float = 1.0, G0: float = 0.01) -> GadAdaptState:
-    """Adaptation state with ``L0`` (default ``0.1/sqrt(n) I``), ``beta0`` and ``G0``."""
-    n = state.position.shape[0]
-    L = jnp.eye(n, dtype=jnp.float32) * (0.1 / np.sqrt(n)) if L0 is None else _check_chol(L0, n)
+def check_start(dim: int, L0=None, beta0: float = 1.0, G0: float = 0.01) -> jax.Array | None:
+    """``L0`` as float32 (``None`` when not given) after checking the adaptation's starting values.
+
+    Parameters
+    ----------
+    dim : int
+        The target's dimension n.
+    L0 : array, optional
+        n x n, lower-triangular with a positive diagonal.
+    beta0 : float
+        The entropy weight's start (positive).
+    G0 : float
+        The RMSProp accumulator's start (non-negative).
+    """
+    L = None if L0 is None else _check_chol(L0, dim)
     _check_start(beta0, G0)
-    return GadAdaptState(state, L, jnp.float32(beta0), jnp.full((n, n), G0, jnp.float32),
-                         jnp.int32(0), jnp.int32(0))
+    return L
+
+
+def init_adaptation(state: GadState, L0=None, beta0: float = 1.0, G0: float = 0.01) -> GadAdaptState:
+    """Adaptation state (Algorithm 1's start) with ``L0`` (default ``0.1/sqrt(n) I``), ``beta0`` and ``G0``.
+
+    Parameters
+    ----------
+    state : GadState
+        The kernel state to start from.
+    L0 : array, optional
+        The first Cholesky factor.
+    beta0 : float
+        The first entropy weight.
+    G0 : float
+        The first RMSProp accumulator (every entry).
+    """
+    n = state.position.shape[0]
+    checked = check_start(n, L0, beta0, G0)
+    L = jnp.eye(n, dtype=jnp.float32) * (0.1 / np.sqrt(n)) if L0 is None else checked
+    return GadAdaptState(state, L, jnp.float32(beta0), jnp.full((n, n), G0, jnp.float32), jnp.int32(0), jnp.int32(0))
+
+
+def adaptive_init(position, logdensity_fn: Callable, L0=None, beta0: float = 1.0, G0: float = 0.01) -> GadAdaptState:
+    """:func:`init_adaptation` of :func:`init` at ``position``.
+
+    Parameters
+    ----------
+    position : array
+        The starting point (a flat vector).
+    logdensity_fn : callable
+        The unnormalised log density.
+    L0, beta0, G0
+        As in :func:`init_adaptation`.
+    """
+    return init_adaptation(init(position, logdensity_fn), L0, beta0, G0)
 
 
 def rmsprop_step(G, grad, t, kappa):
     """The released code's RMSProp: ``G_t = k_t grad^2 + (1 - k_t) G_{t-1}`` with ``k_t = kappa``
-    except ``k = 1`` at the first update (``t == 0``); returns ``(G_t, grad / (1 + sqrt(G_t)))``."""
+    except ``k = 1`` at the first update (``t == 0``); returns ``(G_t, grad / (1 + sqrt(G_t)))``.
+
+    Parameters
+    ----------
+    G : array
+        The accumulator ``G_{t-1}``.
+    grad : array
+        The gradient.
+    t : int
+        The number of updates applied so far.
+    kappa : float
+        The accumulator's weight of a new squared gradient.
+    """
     k = jnp.where(t == 0, 1.0, kappa)
     G = k * grad**2 + (1.0 - k) * G
     return G, grad / (1.0 + jnp.sqrt(G))
@@ -151,6 +225,21 @@ def log_acceptance_ratio(L, state: GadState, eps, logdensity_fn: Callable, lange
 
     MALA: ``log pi(y) - log pi(x) - 1/2 ||eps + 1/2 L^T (g_x + g_y)||^2 + 1/2 ||eps||^2``.
     Differentiable in ``L``; ``stop_grad_y`` holds ``g_y`` constant (the gadMALAf gradient).
+
+    Parameters
+    ----------
+    L : array
+        The Cholesky factor of the proposal.
+    state : GadState
+        The current state x.
+    eps : array
+        The standard normal draw.
+    logdensity_fn : callable
+        The unnormalised log density.
+    langevin : bool
+        MALA's proposal (else RWM's).
+    stop_grad_y : bool
+        Hold ``g_y`` constant when differentiating in ``L``.
     """
     y = _propose(state.position, state.logdensity_grad, L, eps, langevin)
     logdensity_y, g_y = jax.value_and_grad(logdensity_fn)(y)
@@ -163,7 +252,17 @@ def log_acceptance_ratio(L, state: GadState, eps, logdensity_fn: Callable, lange
 
 
 def fast_mala_gradient(L, eps, g_x, g_y):
-    """gadMALAf: ``-1/2 d (eps + 1/2 L^T d)^T`` with ``d = g_x - g_y`` (before ``tril``)."""
+    """gadMALAf: ``-1/2 d (eps + 1/2 L^T d)^T`` with ``d = g_x - g_y`` (before ``tril``; paper §2.3).
+
+    Parameters
+    ----------
+    L : array
+        The Cholesky factor.
+    eps : array
+        The standard normal draw of the proposal.
+    g_x, g_y : array
+        ``grad log pi`` at the current point and at the proposal.
+    """
     d = g_x - g_y
     return -0.5 * jnp.outer(d, eps + 0.5 * (L.T @ d))
 
@@ -176,23 +275,43 @@ def _check_hyper(method, target_accept, learning_rate, kappa):
     langevin, default_accept, default_eta, _ = _method(method)
     target_accept = default_accept if target_accept is None else target_accept
     learning_rate = default_eta if learning_rate is None else learning_rate
-    if not 0.0 < float(target_accept) < 1.0:
-        raise ValueError(f"target acceptance rate alpha* must lie in (0, 1), got {target_accept}")
-    if not float(learning_rate) > 0.0:
-        raise ValueError(f"learning rate must be positive, got {learning_rate}")
+    check_probability("target acceptance rate alpha*", target_accept)
+    check_positive("learning rate", learning_rate)
     if not 0.0 < float(kappa) <= 1.0:
         raise ValueError(f"RMSProp kappa must lie in (0, 1], got {kappa}")
     return langevin, float(target_accept), float(learning_rate)
 
 
-def build_kernel(method: str, target_accept=None, learning_rate=None, kappa: float = 0.1,
-                 beta_rate: float = 0.02, beta_min: float = 1e-4, diag_min: float = 1e-3):
+def build_kernel(
+    method: str,
+    target_accept=None,
+    learning_rate=None,
+    kappa: float = 0.1,
+    beta_rate: float = 0.02,
+    beta_min: float = 1e-4,
+    diag_min: float = 1e-3,
+):
     """Adaptive kernel ``kernel(key, adapt_state, logdensity_fn)``: one proposal, one MH
     test, one gradient step on ``L`` and one update of ``beta`` (Algorithm 1).
 
     The frozen kernel is not here: it is :mod:`gradmc.continuous.rwm` (``step_size=1``,
     ``chol=L``) or :mod:`gradmc.continuous.mala` (``step_size=1/2``, ``chol=L``), whose
     proposals ``x + L eps`` and ``x + 1/2 L L^T g + L eps`` are the ones adapted here.
+
+    Parameters
+    ----------
+    method : {"rwm", "mala-f", "mala-e"}
+        The proposal and the gradient of the bound.
+    target_accept : float, optional
+        alpha* (default per method, :data:`METHODS`).
+    learning_rate : float, optional
+        eta (default per method).
+    kappa : float
+        RMSProp's weight, in (0, 1].
+    beta_rate, beta_min : float
+        The entropy weight's gain and floor.
+    diag_min : float
+        The floor of ``diag(L)``.
     """
     langevin, target_accept, learning_rate = _check_hyper(method, target_accept, learning_rate, kappa)
 
@@ -234,70 +353,30 @@ def build_kernel(method: str, target_accept=None, learning_rate=None, kappa: flo
     return kernel
 
 
-def as_top_level_api(logdensity_fn: Callable, method: str = "mala-f", target_accept=None, learning_rate=None,
-                     L0=None, beta0: float = 1.0, G0: float = 0.01, **adapt_options) -> SamplingAlgorithm:
-    """The adaptive sampler: ``alg.init(x) -> GadAdaptState``; ``alg.step(key, s)`` adapts ``L``, ``beta``."""
-    kernel = build_kernel(method, target_accept, learning_rate, **adapt_options)
-    return SamplingAlgorithm(
-        lambda position, rng_key=None: init_adaptation(init(position, logdensity_fn), L0, beta0, G0),
-        lambda rng_key, state: kernel(rng_key, state, logdensity_fn),
-    )
+def as_top_level_api(
+    logdensity_fn: Callable,
+    method: str = "mala-f",
+    target_accept=None,
+    learning_rate=None,
+    L0=None,
+    beta0: float = 1.0,
+    G0: float = 0.01,
+    **adapt_options,
+) -> SamplingAlgorithm:
+    """The adaptive sampler: ``alg.init(x) -> GadAdaptState``; ``alg.step(key, s)`` adapts ``L``, ``beta``.
 
-
-def _sampler(method: str, target: Target, num_warmup: int, target_accept, learning_rate, kappa, L0, beta0, G0) -> Sampler:
-    """Warm-up = the adaptive kernel; finalize freezes ``(L, beta)``; kept chain = RWM/MALA with cov ``L L^T``.
-
-    ``params`` = ``{"L", "beta", "step_size", "num_skipped_updates"}``, where ``step_size``
-    is what the frozen :mod:`~gradmc.continuous.rwm` (1) / :mod:`~gradmc.continuous.mala`
-    (1/2: ``x + 1/2 L L^T g + L eps``) kernel receives with ``chol = L``.
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The unnormalised log density (differentiable).
+    method : {"rwm", "mala-f", "mala-e"}
+        As in :func:`build_kernel`.
+    target_accept, learning_rate
+        As in :func:`build_kernel`.
+    L0, beta0, G0
+        As in :func:`init_adaptation`.
+    **adapt_options
+        Further options of :func:`build_kernel`.
     """
-    langevin, _, _, grads_per_warmup_step = _method(method)
-    logdensity_fn = target.logdensity_fn
-    adaptive = build_kernel(method, target_accept, learning_rate, kappa)
-    if L0 is not None:
-        _check_chol(L0, target.dim)
-    _check_start(beta0, G0)
-    frozen, frozen_step_size = (mala.build_kernel(), 0.5) if langevin else (rwm.build_kernel(), 1.0)
-
-    def stats(logdensity, info, beta, skipped, grads):
-        return step_stats(logdensity, info.acceptance_rate, info.is_accepted, frozen_step_size, grads, nonfinite=info.nonfinite,
-                          extra={"beta": jnp.asarray(beta, jnp.float32), "skipped_update": jnp.asarray(skipped, bool)})
-
-    def init_fn(key, position):
-        del key
-        return init_adaptation(init(position, logdensity_fn), L0, beta0, G0)
-
-    def warmup_step(key, astate, t):
-        del t
-        astate, info = adaptive(key, astate, logdensity_fn)
-        return astate, stats(astate.state.logdensity, info, astate.beta, info.skipped_update, grads_per_warmup_step)
-
-    def finalize(astate):
-        s = astate.state
-        state = mala.MALAState(*s) if langevin else rwm.RWMState(s.position, s.logdensity)
-        params = {"L": astate.L, "beta": astate.beta, "step_size": jnp.float32(frozen_step_size),
-                  "num_skipped_updates": astate.num_skipped}
-        return state, params
-
-    def step(key, state, params):
-        state, info = frozen(key, state, logdensity_fn, params["step_size"], params["L"])
-        return state, stats(state.logdensity, info, params["beta"], False, int(langevin))
-
-    def position(state):
-        return state.state.position if isinstance(state, GadAdaptState) else state.position
-
-    return Sampler(f"gad{method}", init_fn, warmup_step, finalize, step, position)
-
-
-def _register(method: str, name: str, description: str) -> None:
-    @register_sampler(name, description)
-    def build(target: Target, num_warmup: int, target_accept=None, learning_rate=None, kappa: float = 0.1,
-              L0=None, beta0: float = 1.0, G0: float = 0.01) -> Sampler:
-        """Options: ``target_accept`` (alpha*), ``learning_rate`` (eta), ``kappa``, ``L0``, ``beta0``, ``G0``;
-        defaults are the released code's (see the module docstring)."""
-        return _sampler(method, target, num_warmup, target_accept, learning_rate, kappa, L0, beta0, G0)
-
-
-_register("rwm", "gadrwm", "gradient-based adaptive RWM (Titsias & Dellaportas 2019): full L adapted in warm-up, alpha* 0.25")
-_register("mala-f", "gadmala-f", "gradient-based adaptive MALA, fast Hessian-free gradient (Titsias & Dellaportas 2019), alpha* 0.55")
-_register("mala-e", "gadmala-e", "gradient-based adaptive MALA, exact reparameterisation gradient via autodiff (Titsias & Dellaportas 2019)")
+    kernel = build_kernel(method, target_accept, learning_rate, **adapt_options)
+    return build_sampling_algorithm(kernel, adaptive_init, logdensity_fn, init_args=(L0, beta0, G0))

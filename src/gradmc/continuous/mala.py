@@ -10,42 +10,56 @@ variance is 2 s^4 / (2 s^2 - gamma)).
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from blackjax.base import build_sampling_algorithm
 from jax.scipy.linalg import solve_triangular
 
-from gradmc.adapt.step_size import check_positive, rule_by_name, step_size_sampler
-from gradmc.base import SamplingAlgorithm, Target, mh_accept, mh_stats
+from gradmc.base import SamplingAlgorithm, mh_accept
+from gradmc.checks import check_positive
+from gradmc.continuous.rwm import RWMInfo
 from gradmc.linalg import cholesky_factor
-from gradmc.registry import register_sampler
 
 __all__ = ["MALAState", "MALAInfo", "init", "build_kernel", "as_top_level_api"]
 
 
 class MALAState(NamedTuple):
+    """Position, its log density and the gradient of the log density."""
+
     position: jax.Array
     logdensity: jax.Array
     logdensity_grad: jax.Array
 
 
-class MALAInfo(NamedTuple):
-    acceptance_rate: jax.Array
-    is_accepted: jax.Array
-    nonfinite: jax.Array
+#: MH acceptance probability, whether the proposal was accepted, and whether it was non-finite (RWM's fields)
+MALAInfo = RWMInfo
 
 
 def init(position, logdensity_fn: Callable) -> MALAState:
+    """The state at ``position``.
+
+    Parameters
+    ----------
+    position : array
+        The starting point.
+    logdensity_fn : callable
+        The unnormalised log density (differentiable).
+    """
     logdensity, grad = jax.value_and_grad(logdensity_fn)(position)
     return MALAState(position, logdensity, grad)
 
 
 def build_kernel(metropolis: bool = True):
-    """``kernel(key, state, logdensity_fn, step_size, chol=None)``; ``chol`` is L (M = L L^T).
+    """``kernel(key, state, logdensity_fn, step_size, chol=None)``: one step of eq. (5.7)-(5.8), ``chol`` is L.
 
-    ``metropolis=False`` gives ULA: every proposal with a finite log density and
-    gradient is kept.
+    Parameters
+    ----------
+    metropolis : bool
+        Apply the MH test (MALA); ``False`` gives ULA, which keeps every proposal with a
+        finite log density and gradient.
     """
 
     def precondition(g, chol):
@@ -74,29 +88,21 @@ def build_kernel(metropolis: bool = True):
 
 
 def as_top_level_api(logdensity_fn: Callable, step_size, preconditioner=None, metropolis=True) -> SamplingAlgorithm:
-    """``alg = as_top_level_api(logdensity_fn, 0.1); alg.step(key, alg.init(x))``."""
+    """MALA (or ULA) as a BlackJAX ``SamplingAlgorithm``.
+
+    Use: ``alg = as_top_level_api(f, 0.1); alg.step(key, alg.init(x))``.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The unnormalised log density (differentiable).
+    step_size : float
+        gamma in eq. (5.7).
+    preconditioner : array, optional
+        The constant preconditioner M (identity when omitted).
+    metropolis : bool
+        MALA (``True``) or ULA (``False``).
+    """
     check_positive("step_size", step_size)
-    kernel = build_kernel(metropolis)
     chol = None if preconditioner is None else cholesky_factor(preconditioner, "MALA preconditioner")
-    return SamplingAlgorithm(
-        lambda position, rng_key=None: init(position, logdensity_fn),
-        lambda rng_key, state: kernel(rng_key, state, logdensity_fn, step_size, chol),
-    )
-
-
-
-@register_sampler("mala", "Metropolis-adjusted Langevin, optional constant preconditioner; step size adapted in warm-up")
-def build(target: Target, num_warmup: int, step_size=None, preconditioner=None, target_accept=0.574, adapt="dual_averaging"):
-    """Options: ``step_size`` gamma (default 0.5/d^(1/3)), ``preconditioner`` M,
-    ``target_accept``, ``adapt`` in {"dual_averaging", "robbins_monro", None}."""
-    chol = None if preconditioner is None else cholesky_factor(preconditioner, "MALA preconditioner", target.dim)
-    step_size = 0.5 / target.dim ** (1 / 3) if step_size is None else step_size
-    rule = rule_by_name(adapt, target_accept)
-    return step_size_sampler("mala", init, build_kernel(), target.logdensity_fn, step_size, rule, mh_stats(1), chol=chol)
-
-
-@register_sampler("ula", "unadjusted Langevin (MALA's move without the MH test); fixed step size, biased")
-def build_ula(target: Target, num_warmup: int, step_size=0.01, preconditioner=None):
-    """Options: ``step_size`` gamma (fixed; the bias grows with it), ``preconditioner`` M."""
-    chol = None if preconditioner is None else cholesky_factor(preconditioner, "ULA preconditioner", target.dim)
-    return step_size_sampler("ula", init, build_kernel(False), target.logdensity_fn, step_size, None, mh_stats(1), chol=chol)
+    return build_sampling_algorithm(build_kernel(metropolis), init, logdensity_fn, kernel_args=(step_size, chol))

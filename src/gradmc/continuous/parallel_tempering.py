@@ -6,48 +6,55 @@ min(1, exp((beta_k - beta_{k+1}) (l(x_{k+1}) - l(x_k)))). The pairs alternate be
 and odd k from step to step (the deterministic even-odd scheme); each set of disjoint
 swaps leaves the product of tempered targets invariant. The chain's position is replica
 0 (beta = 1). Ladder: given (``betas`` or ``temperatures``, starting at 1) or geometric
-(``num_temperatures``, ``beta_min``). During warm-up each replica's step size follows the
-Robbins–Monro rule towards ``target_accept``; it is frozen afterwards.
+(``num_temperatures``, ``beta_min``); see :func:`gradmc.continuous.tempering.resolve_ladder`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
+from blackjax.base import build_sampling_algorithm
 
-from gradmc.adapt.step_size import check_positive
-from gradmc.base import Sampler, Target, mh_accept, step_stats
-from gradmc.continuous.tempering import TemperedPath, TemperedPoint, check_ladder, geometric_ladder, local_move
-from gradmc.registry import register_sampler
+from gradmc.base import SamplingAlgorithm, mh_accept
+from gradmc.continuous.tempering import TemperedPath, TemperedPoint, check_ladder, local_move, resolve_ladder
 
-__all__ = ["PTState", "resolve_ladder", "swap_neighbours", "build"]
+__all__ = ["PTState", "PTInfo", "resolve_ladder", "swap_neighbours", "init", "build_kernel", "as_top_level_api"]
 
 
 class PTState(NamedTuple):
+    """The replicas (leading axis K), their step sizes, and which neighbour pairs swap next."""
+
     replicas: TemperedPoint  # leading axis K
     step_sizes: jax.Array  # (K,)
     parity: jax.Array  # which neighbour pairs swap next: 0 -> (0,1),(2,3)...; 1 -> (1,2),...
 
 
-def resolve_ladder(betas=None, temperatures=None, num_temperatures=5, beta_min=0.01) -> np.ndarray:
-    """The ladder from ``betas``, ``temperatures`` (T = 1 / beta) or a geometric default."""
-    if betas is not None and temperatures is not None:
-        raise ValueError("give betas or temperatures, not both")
-    if temperatures is not None:
-        t = np.asarray(temperatures, np.float64)
-        if np.any(t <= 0):
-            raise ValueError(f"temperatures must be positive, got {t}")
-        return check_ladder(1.0 / t)
-    if betas is not None:
-        return check_ladder(betas)
-    return geometric_ladder(num_temperatures, beta_min)
+class PTInfo(NamedTuple):
+    """Per replica: the local move's acceptance probability, acceptance, non-finite flag; the swap rate."""
+
+    acceptance_rate: jax.Array  # (K,)
+    is_accepted: jax.Array  # (K,)
+    nonfinite: jax.Array  # (K,)
+    swap_rate: jax.Array
 
 
 def swap_neighbours(key, replicas: TemperedPoint, betas, parity):
-    """Propose swaps for the disjoint neighbour pairs (k, k+1) with k % 2 == parity."""
+    """Propose swaps for the disjoint neighbour pairs (k, k+1) with k % 2 == parity.
+
+    Parameters
+    ----------
+    key : PRNGKey
+        The swaps' key.
+    replicas : TemperedPoint
+        The replicas, leading axis K.
+    betas : array
+        The ladder, shape (K,).
+    parity : int
+        0: pairs (0, 1), (2, 3), ...; 1: pairs (1, 2), (3, 4), ...
+    """
     k = betas.shape[0]
     log_ratio = (betas[:-1] - betas[1:]) * (replicas.loglik[1:] - replicas.loglik[:-1])
     accept, prob, _ = jax.vmap(mh_accept)(jax.random.split(key, k - 1), log_ratio)
@@ -61,74 +68,69 @@ def swap_neighbours(key, replicas: TemperedPoint, betas, parity):
     return swapped, rate
 
 
-@register_sampler("parallel-tempering", "parallel tempering: vmapped replicas on a temperature ladder, even-odd neighbour swaps")
-def build(
-    target: Target,
-    num_warmup: int,
-    betas=None,
-    temperatures=None,
-    num_temperatures=5,
-    beta_min=0.01,
-    local="rwm",
-    step_size=None,
-    num_leapfrog_steps=10,
-    adapt=True,
-    target_accept=None,
-):
-    """Options: the ladder (``betas`` | ``temperatures`` | ``num_temperatures`` +
-    ``beta_min``); ``local`` in {"rwm", "hmc"}; ``step_size`` at beta = 1 (scalar; replica k
-    starts at step_size / sqrt(beta_k)) or one per replica; ``adapt`` (per-replica
-    Robbins–Monro in warm-up); ``target_accept`` (default 0.3 RWM, 0.7 HMC)."""
-    ladder = jnp.asarray(resolve_ladder(betas, temperatures, num_temperatures, beta_min), jnp.float32)
-    k = ladder.shape[0]
+def init(position, logdensity_fn: Callable, betas, step_sizes) -> PTState:
+    """Every replica at ``position``, even pairs to swap first.
+
+    Parameters
+    ----------
+    position : array
+        The starting point.
+    logdensity_fn : callable
+        The target's l(x).
+    betas : array
+        The ladder, shape (K,).
+    step_sizes : float or array
+        The local moves' step sizes, one or one per replica.
+    """
+    k = betas.shape[0]
+    points = jax.vmap(TemperedPath(logdensity_fn).point)(jnp.broadcast_to(position, (k, *position.shape)))
+    return PTState(points, jnp.broadcast_to(jnp.asarray(step_sizes, jnp.float32), (k,)), jnp.zeros((), jnp.int32))
+
+
+def build_kernel(local: str = "rwm", num_leapfrog_steps: int = 10):
+    """``kernel(key, state, logdensity_fn, betas) -> (PTState, PTInfo)``: local moves, then neighbour swaps.
+
+    Parameters
+    ----------
+    local : {"rwm", "hmc"}
+        The replicas' local move.
+    num_leapfrog_steps : int
+        Leapfrog steps of an HMC move.
+    """
     move = local_move(local, num_leapfrog_steps)
-    default_step = (2.38 if local == "rwm" else 1.0) / np.sqrt(target.dim)
-    step0 = np.asarray(default_step if step_size is None else step_size, np.float64)
-    if step0.ndim == 0:
-        step0 = step0 / np.sqrt(np.asarray(ladder))
-    if step0.shape != (k,):
-        raise ValueError(f"step_size must be a scalar or one per replica ({k}), got shape {step0.shape}")
-    check_positive("step_size", step0)
-    target_accept = (0.3 if local == "rwm" else 0.7) if target_accept is None else float(target_accept)
-    if not 0.0 < target_accept < 1.0:
-        raise ValueError(f"target_accept must lie in (0, 1), got {target_accept}")
-    path = TemperedPath(target.logdensity_fn)
-    evals = 0 if local == "rwm" else int(num_leapfrog_steps) + 1  # gradient evaluations per move (RWM: none)
 
-    def one_step(key, state: PTState):
-        k_move, k_swap = jax.random.split(key)
+    def kernel(rng_key, state: PTState, logdensity_fn, betas):
+        k = betas.shape[0]
+        k_move, k_swap = jax.random.split(rng_key)
         moved, prob, accepted, nonfinite = jax.vmap(move, in_axes=(0, 0, 0, None, 0))(
-            jax.random.split(k_move, k), state.replicas, ladder, path, state.step_sizes
+            jax.random.split(k_move, k), state.replicas, betas, TemperedPath(logdensity_fn), state.step_sizes
         )
-        swapped, swap_rate = swap_neighbours(k_swap, moved, ladder, state.parity)
-        new = PTState(swapped, state.step_sizes, 1 - state.parity)
-        stats = step_stats(
-            swapped.loglik[0], prob[0], accepted[0], state.step_sizes[0], evals * k,
-            nonfinite=jnp.any(nonfinite), extra={"swap_rate": swap_rate, "mean_local_accept": jnp.mean(prob)},
-        )
-        return new, stats, prob
+        swapped, swap_rate = swap_neighbours(k_swap, moved, betas, state.parity)
+        return PTState(swapped, state.step_sizes, 1 - state.parity), PTInfo(prob, accepted, nonfinite, swap_rate)
 
-    def init(key, position):
-        del key
-        points = jax.vmap(path.point)(jnp.broadcast_to(position, (k, *position.shape)))
-        return PTState(points, jnp.asarray(step0, jnp.float32), jnp.zeros((), jnp.int32))
+    return kernel
 
-    def warmup_step(key, state, t):
-        del t
-        new, stats, prob = one_step(key, state)
-        if adapt:
-            sizes = state.step_sizes * (1.0 + 0.01 * (jnp.nan_to_num(prob) - target_accept) / target_accept)
-            new = new._replace(step_sizes=sizes)
-        return new, stats
 
-    def finalize(state):
-        return state, {"step_sizes": state.step_sizes, "betas": ladder}
+def as_top_level_api(
+    logdensity_fn: Callable,
+    betas,
+    step_sizes,
+    local: str = "rwm",
+    num_leapfrog_steps: int = 10,
+) -> SamplingAlgorithm:
+    """Parallel tempering as a BlackJAX ``SamplingAlgorithm`` (fixed step sizes).
 
-    def step(key, state, params):
-        new, stats, _ = one_step(key, state._replace(step_sizes=params["step_sizes"]))
-        return new, stats
-
-    def position(state):
-        return state.replicas.position[0]
-
-    return Sampler("parallel-tempering", init, warmup_step, finalize, step, position)
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The target's l(x).
+    betas : array_like
+        The ladder, from 1 down.
+    step_sizes : float or array_like
+        The local moves' step sizes, one or one per replica.
+    local, num_leapfrog_steps
+        As in :func:`build_kernel`.
+    """
+    ladder = jnp.asarray(check_ladder(betas), jnp.float32)
+    kernel = build_kernel(local, num_leapfrog_steps)
+    return build_sampling_algorithm(kernel, init, logdensity_fn, init_args=(ladder, step_sizes), kernel_args=(ladder,))

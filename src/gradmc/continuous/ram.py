@@ -19,10 +19,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from blackjax.base import build_sampling_algorithm
 
-from gradmc.adapt.step_size import check_positive
-from gradmc.base import Sampler, SamplingAlgorithm, Target, mh_accept, step_stats
-from gradmc.registry import register_sampler
+from gradmc.base import SamplingAlgorithm, mh_accept
 
 __all__ = ["RAMState", "RAMInfo", "init", "build_kernel", "as_top_level_api"]
 
@@ -30,11 +29,15 @@ LOG_EPS = -708.0  # log(1e-308): the paper's eps
 
 
 class RAMState(NamedTuple):
+    """Position and its log density."""
+
     position: jax.Array
     logdensity: jax.Array
 
 
 class RAMInfo(NamedTuple):
+    """MH acceptance probability, acceptance, non-finite or capped step, and log-density evaluations."""
+
     acceptance_rate: jax.Array
     is_accepted: jax.Array
     nonfinite: jax.Array
@@ -42,6 +45,15 @@ class RAMInfo(NamedTuple):
 
 
 def init(position, logdensity_fn) -> RAMState:
+    """The state at ``position``.
+
+    Parameters
+    ----------
+    position : array
+        The starting point.
+    logdensity_fn : callable
+        The unnormalised log density.
+    """
     return RAMState(position, logdensity_fn(position))
 
 
@@ -67,15 +79,24 @@ def _forced(key, start, start_logdensity, logdensity_fn, step_size, log_accept_f
 
 
 def build_kernel(max_tries: int = 10_000):
-    """``kernel(key, state, logdensity_fn, step_size)``."""
+    """``kernel(key, state, logdensity_fn, step_size)``: steps 1-4 of the module docstring.
+
+    Parameters
+    ----------
+    max_tries : int
+        The most proposals each forced loop makes before the step is rejected.
+    """
 
     def kernel(rng_key, state: RAMState, logdensity_fn, step_size):
         k1, k2, k3, k_mh = jax.random.split(rng_key, 4)
         x, lx = state.position, state.logdensity
-        le = lambda l: jnp.logaddexp(l, LOG_EPS)
-        xd, lxd, ok1, n1 = _forced(k1, x, lx, logdensity_fn, step_size, lambda l: le(lx) - le(l), max_tries)
-        xs, lxs, ok2, n2 = _forced(k2, xd, lxd, logdensity_fn, step_size, lambda l: le(l) - le(lxd), max_tries)
-        _, lz, ok3, n3 = _forced(k3, xs, lxs, logdensity_fn, step_size, lambda l: le(lxs) - le(l), max_tries)
+
+        def le(logdensity):
+            return jnp.logaddexp(logdensity, LOG_EPS)
+
+        xd, lxd, ok1, n1 = _forced(k1, x, lx, logdensity_fn, step_size, lambda ly: le(lx) - le(ly), max_tries)
+        xs, lxs, ok2, n2 = _forced(k2, xd, lxd, logdensity_fn, step_size, lambda ly: le(ly) - le(lxd), max_tries)
+        _, lz, ok3, n3 = _forced(k3, xs, lxs, logdensity_fn, step_size, lambda ly: le(lxs) - le(ly), max_tries)
         log_ratio = lxs + jnp.minimum(0.0, le(lx) - le(lz)) - lx - jnp.minimum(0.0, le(lxs) - le(lz))
         capped = ~(ok1 & ok2 & ok3)
         accept, prob, nonfinite = mh_accept(k_mh, jnp.where(capped, -jnp.inf, log_ratio))
@@ -85,42 +106,16 @@ def build_kernel(max_tries: int = 10_000):
     return kernel
 
 
-def as_top_level_api(logdensity_fn, step_size) -> SamplingAlgorithm:
-    kernel = build_kernel()
-    return SamplingAlgorithm(
-        lambda position, rng_key=None: init(position, logdensity_fn),
-        lambda rng_key, state: kernel(rng_key, state, logdensity_fn, step_size),
-    )
+def as_top_level_api(logdensity_fn, step_size, max_tries: int = 10_000) -> SamplingAlgorithm:
+    """RAM as a BlackJAX ``SamplingAlgorithm``.
 
-
-@register_sampler("ram", "repelling-attracting Metropolis (Tak et al. 2016): forced downhill then uphill moves between modes")
-def build(target: Target, num_warmup: int, step_size=None, cov_scale=None, max_tries=10_000):
-    """Options: ``step_size`` (proposal sd) or ``cov_scale`` (proposal covariance
-    ``cov_scale * I``: 4 for Kou scenario (a), 3.5 for (b)); default sd 1; ``max_tries``."""
-    if step_size is not None and cov_scale is not None:
-        raise ValueError("give step_size or cov_scale, not both")
-    if cov_scale is not None:
-        check_positive("cov_scale", cov_scale)
-        sd = float(cov_scale) ** 0.5
-    else:
-        sd = 1.0 if step_size is None else step_size
-    check_positive("step_size", sd)
-    check_positive("max_tries", max_tries, integer=True)
-    kernel = build_kernel(int(max_tries))
-    logdensity_fn = target.logdensity_fn
-
-    def stats(state, info):
-        return step_stats(state.logdensity, info.acceptance_rate, info.is_accepted, sd, 0, nonfinite=info.nonfinite, extra={"num_evals": info.num_evals})
-
-    def one(key, state):
-        new, info = kernel(key, state, logdensity_fn, sd)
-        return new, stats(new, info)
-
-    return Sampler(
-        "ram",
-        init=lambda key, position: init(position, logdensity_fn),
-        warmup_step=lambda key, state, t: one(key, state),
-        finalize=lambda state: (state, {"step_size": jnp.asarray(sd, jnp.float32)}),
-        step=lambda key, state, params: one(key, state),
-        position=lambda state: state.position,
-    )
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The unnormalised log density.
+    step_size : float
+        The standard deviation of the Gaussian proposal q.
+    max_tries : int
+        The cap of each forced loop.
+    """
+    return build_sampling_algorithm(build_kernel(max_tries), init, logdensity_fn, kernel_args=(step_size,))

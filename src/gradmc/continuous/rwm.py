@@ -1,42 +1,55 @@
 """Random-walk Metropolis with an isotropic or full-covariance Gaussian proposal.
 
 Proposal ``y = x + h L eps``, ``eps ~ N(0, I)``, ``L L^T = cov`` (identity when no
-covariance is given); accepted with probability min(1, pi(y)/pi(x)) (textbook eq. for
-symmetric proposals). Non-finite log densities at ``y`` are rejected and flagged.
+covariance is given); accepted with probability min(1, pi(y)/pi(x)) (Metropolis et al.
+1953, the acceptance ratio of a symmetric proposal). Non-finite log densities at ``y`` are
+rejected and flagged.
 """
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
+from blackjax.base import build_sampling_algorithm
 
-from gradmc.adapt.step_size import rule_by_name, step_size_sampler
-from gradmc.base import SamplingAlgorithm, Target, mh_accept, mh_stats
+from gradmc.base import SamplingAlgorithm, mh_accept
 from gradmc.linalg import cholesky_factor
-from gradmc.registry import register_sampler
 
 __all__ = ["RWMState", "RWMInfo", "init", "build_kernel", "as_top_level_api"]
 
 
 class RWMState(NamedTuple):
+    """Position and its log density."""
+
     position: jax.Array
     logdensity: jax.Array
 
 
 class RWMInfo(NamedTuple):
+    """MH acceptance probability, whether the proposal was accepted, and whether it was non-finite."""
+
     acceptance_rate: jax.Array
     is_accepted: jax.Array
     nonfinite: jax.Array
 
 
 def init(position, logdensity_fn: Callable) -> RWMState:
+    """The state at ``position``.
+
+    Parameters
+    ----------
+    position : array
+        The starting point.
+    logdensity_fn : callable
+        The unnormalised log density.
+    """
     return RWMState(position, logdensity_fn(position))
 
 
 def build_kernel():
-    """``kernel(key, state, logdensity_fn, step_size, chol=None)``; ``chol`` is L."""
+    """``kernel(key, state, logdensity_fn, step_size, chol=None)``: one RWM step, ``chol`` is L."""
 
     def kernel(rng_key, state: RWMState, logdensity_fn, step_size, chol=None):
         key_prop, key_mh = jax.random.split(rng_key)
@@ -52,23 +65,16 @@ def build_kernel():
 
 
 def as_top_level_api(logdensity_fn: Callable, step_size, cov=None) -> SamplingAlgorithm:
-    """``rwm = as_top_level_api(logdensity_fn, 0.5); state = rwm.init(x); rwm.step(key, state)``."""
-    kernel = build_kernel()
+    """RWM as a BlackJAX ``SamplingAlgorithm``: ``rwm = as_top_level_api(f, 0.5); rwm.step(key, rwm.init(x))``.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The unnormalised log density.
+    step_size : float
+        The scale h of the proposal.
+    cov : array, optional
+        The proposal covariance ``L L^T`` (identity when omitted).
+    """
     chol = None if cov is None else cholesky_factor(cov, "RWM proposal covariance")
-    return SamplingAlgorithm(
-        lambda position, rng_key=None: init(position, logdensity_fn),
-        lambda rng_key, state: kernel(rng_key, state, logdensity_fn, step_size, chol),
-    )
-
-
-
-@register_sampler("rwm", "random-walk Metropolis, isotropic or full-covariance Gaussian proposal; step size adapted in warm-up")
-def build(target: Target, num_warmup: int, step_size=None, cov=None, target_accept=0.25, adapt="dual_averaging"):
-    """Options: ``step_size`` (default 2.38/sqrt(d)), ``cov`` (proposal covariance),
-    ``target_accept``, ``adapt`` in {"dual_averaging", "robbins_monro", None}."""
-    chol = None if cov is None else cholesky_factor(cov, "RWM proposal covariance", target.dim)
-    step_size = 2.38 / jnp.sqrt(target.dim) if step_size is None else step_size
-    rule = rule_by_name(adapt, target_accept)
-    kernel = build_kernel()
-    return step_size_sampler("rwm", init, kernel, target.logdensity_fn, step_size, rule, mh_stats(0), chol=chol)
-
+    return build_sampling_algorithm(build_kernel(), init, logdensity_fn, kernel_args=(step_size, chol))

@@ -7,24 +7,30 @@ density (swap moves, temperature moves, AIS weights) costs no new evaluation.
 
 Local moves at a given beta: random-walk Metropolis (:func:`rwm_move`) and HMC with a
 fixed number of leapfrog steps (:func:`hmc_move`); both reject non-finite proposals
-(``nonfinite`` flag). Used by parallel and simulated tempering and by AIS.
+(``nonfinite`` flag). Used by parallel and simulated tempering and by AIS; the Gaussian
+reference of AIS and CT-HMC is :func:`gaussian_reference`.
 """
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from gradmc.base import mh_accept
+from gradmc.linalg import cholesky_factor
 
 __all__ = [
     "TemperedPath",
     "TemperedPoint",
     "geometric_ladder",
     "check_ladder",
+    "resolve_ladder",
+    "GaussianReference",
+    "gaussian_reference",
     "rwm_move",
     "hmc_move",
     "local_move",
@@ -33,6 +39,8 @@ __all__ = [
 
 
 class TemperedPoint(NamedTuple):
+    """A position with its target log density l(x) and reference log density r(x)."""
+
     position: jax.Array
     loglik: jax.Array  # l(x) = log gamma(x)
     logref: jax.Array  # r(x)
@@ -45,13 +53,17 @@ class TemperedPath(NamedTuple):
     reference_fn: Callable | None = None
 
     def point(self, x) -> TemperedPoint:
+        """The :class:`TemperedPoint` at ``x``."""
         ref = jnp.zeros((), x.dtype) if self.reference_fn is None else self.reference_fn(x)
         return TemperedPoint(x, self.logdensity_fn(x), ref)
 
     def value(self, point: TemperedPoint, beta) -> jax.Array:
+        """Log pi_beta at ``point``."""
         return beta * point.loglik + (1.0 - beta) * point.logref
 
     def value_and_grad(self, x, beta):
+        """Log pi_beta(x), its gradient in x, and the :class:`TemperedPoint` at x."""
+
         def f(y):
             p = self.point(y)
             return self.value(p, beta), p
@@ -61,7 +73,15 @@ class TemperedPath(NamedTuple):
 
 
 def geometric_ladder(num_temperatures: int, beta_min: float) -> np.ndarray:
-    """beta_k = beta_min^(k / (K - 1)), k = 0..K-1: from 1 (the target) down to beta_min."""
+    """beta_k = beta_min^(k / (K - 1)), k = 0..K-1: from 1 (the target) down to beta_min.
+
+    Parameters
+    ----------
+    num_temperatures : int
+        K >= 2.
+    beta_min : float
+        The smallest inverse temperature, in (0, 1).
+    """
     if int(num_temperatures) < 2 or float(num_temperatures) != int(num_temperatures):
         raise ValueError(f"num_temperatures must be an integer >= 2, got {num_temperatures!r}")
     if not 0.0 < float(beta_min) < 1.0:
@@ -72,7 +92,17 @@ def geometric_ladder(num_temperatures: int, beta_min: float) -> np.ndarray:
 
 def check_ladder(betas, *, allow_zero: bool = False, increasing: bool = False) -> np.ndarray:
     """A ladder of inverse temperatures: strictly monotone, in (0, 1] ([0, 1] with
-    ``allow_zero``), starting (decreasing ladders) or ending (increasing ones) at 1."""
+    ``allow_zero``), starting (decreasing ladders) or ending (increasing ones) at 1.
+
+    Parameters
+    ----------
+    betas : array_like
+        The inverse temperatures.
+    allow_zero : bool
+        Admit beta = 0 (AIS starts at the reference).
+    increasing : bool
+        The ladder rises to 1 (AIS) instead of falling from it.
+    """
     b = np.asarray(betas, dtype=np.float64)
     if b.ndim != 1 or b.size < 2 or not np.all(np.isfinite(b)):
         raise ValueError(f"a temperature ladder must be a 1-D array of at least 2 finite betas, got {betas!r}")
@@ -87,8 +117,86 @@ def check_ladder(betas, *, allow_zero: bool = False, increasing: bool = False) -
     return b
 
 
+def resolve_ladder(betas=None, temperatures=None, num_temperatures=5, beta_min=0.01) -> np.ndarray:
+    """The ladder from ``betas``, ``temperatures`` (T = 1 / beta) or a geometric default.
+
+    Parameters
+    ----------
+    betas : array_like, optional
+        Inverse temperatures, from 1 down.
+    temperatures : array_like, optional
+        Temperatures, from 1 up (not with ``betas``).
+    num_temperatures, beta_min
+        The :func:`geometric_ladder` used when neither is given.
+    """
+    if betas is not None and temperatures is not None:
+        raise ValueError("give betas or temperatures, not both")
+    if temperatures is not None:
+        t = np.asarray(temperatures, np.float64)
+        if np.any(t <= 0):
+            raise ValueError(f"temperatures must be positive, got {t}")
+        return check_ladder(1.0 / t)
+    if betas is not None:
+        return check_ladder(betas)
+    return geometric_ladder(num_temperatures, beta_min)
+
+
+class GaussianReference(NamedTuple):
+    """A normalised Gaussian N(mean, L L^T) on a target's event shape.
+
+    ``log_density(x)``; ``mean`` and ``chol`` (L) as float32, for drawing ``mean + L z``.
+    """
+
+    log_density: Callable
+    mean: jax.Array
+    chol: jax.Array
+
+
+def gaussian_reference(mean, cov, dim: int, mean_name: str, cov_name: str) -> GaussianReference:
+    """The Gaussian N(mean, cov) (default N(0, I)) after checking its shape, with its normalised log density.
+
+    Parameters
+    ----------
+    mean : array_like, optional
+        The mean, shape ``(dim,)``.
+    cov : array_like, optional
+        The covariance, ``dim`` x ``dim``, symmetric positive definite.
+    dim : int
+        The target's dimension.
+    mean_name, cov_name : str
+        How messages name the mean and the covariance.
+    """
+    m = np.zeros(dim) if mean is None else np.asarray(mean, np.float64)
+    if m.shape != (dim,):
+        raise ValueError(f"{mean_name} must have shape ({dim},), got {m.shape}")
+    chol = cholesky_factor(np.eye(dim) if cov is None else cov, cov_name, dim)
+    chol_np = np.asarray(chol, np.float64)
+    log_det = float(np.sum(np.log(np.diag(chol_np))))
+    mean_j, chol_inv = jnp.asarray(m, jnp.float32), jnp.asarray(np.linalg.inv(chol_np), jnp.float32)
+
+    def log_density(x):
+        z = chol_inv @ (x.reshape(-1) - mean_j)
+        return -0.5 * jnp.dot(z, z) - log_det - 0.5 * dim * np.log(2 * np.pi)
+
+    return GaussianReference(log_density, mean_j, chol)
+
+
 def rwm_move(key, point: TemperedPoint, beta, path: TemperedPath, step_size):
-    """One random-walk Metropolis step on pi_beta; returns (point, prob, accepted, nonfinite)."""
+    """One random-walk Metropolis step on pi_beta; returns (point, prob, accepted, nonfinite).
+
+    Parameters
+    ----------
+    key : PRNGKey
+        The step's key.
+    point : TemperedPoint
+        The current point.
+    beta : float
+        The inverse temperature.
+    path : TemperedPath
+        The tempered path.
+    step_size : float
+        The proposal's standard deviation.
+    """
     k_prop, k_acc = jax.random.split(key)
     x = point.position
     proposal = path.point(x + step_size * jax.random.normal(k_prop, x.shape, x.dtype))
@@ -98,7 +206,15 @@ def rwm_move(key, point: TemperedPoint, beta, path: TemperedPath, step_size):
 
 
 def hmc_move(key, point: TemperedPoint, beta, path: TemperedPath, step_size, num_steps: int):
-    """One HMC step (identity mass, ``num_steps`` leapfrog steps of ``step_size``) on pi_beta."""
+    """One HMC step (identity mass, ``num_steps`` leapfrog steps of ``step_size``) on pi_beta.
+
+    Parameters
+    ----------
+    key, point, beta, path, step_size
+        As in :func:`rwm_move`.
+    num_steps : int
+        The number of leapfrog steps.
+    """
     k_mom, k_acc = jax.random.split(key)
     x0 = point.position
     p0 = jax.random.normal(k_mom, x0.shape, x0.dtype)
@@ -121,19 +237,38 @@ def hmc_move(key, point: TemperedPoint, beta, path: TemperedPath, step_size, num
 
 
 def local_move(kind: str, num_leapfrog_steps: int = 10) -> Callable:
-    """``move(key, point, beta, path, step_size)`` for ``kind`` in {"rwm", "hmc"}."""
+    """``move(key, point, beta, path, step_size)``: :func:`rwm_move` or :func:`hmc_move`.
+
+    Parameters
+    ----------
+    kind : {"rwm", "hmc"}
+        The local move.
+    num_leapfrog_steps : int
+        Leapfrog steps of an HMC move.
+    """
     if kind == "rwm":
         return rwm_move
     if kind == "hmc":
         if int(num_leapfrog_steps) < 1:
             raise ValueError(f"num_leapfrog_steps must be >= 1, got {num_leapfrog_steps!r}")
-        return lambda key, point, beta, path, step_size: hmc_move(key, point, beta, path, step_size, int(num_leapfrog_steps))
+        return lambda key, point, beta, path, step_size: hmc_move(
+            key, point, beta, path, step_size, int(num_leapfrog_steps)
+        )
     raise ValueError(f"local move must be 'rwm' or 'hmc', got {kind!r}")
 
 
 def weighted_mean(draws, log_weights, fn: Callable | None = None) -> np.ndarray:
-    """Self-normalised importance estimate sum w f(x) / sum w, pooled over all axes but the
-    event's; ``draws`` (chain, draw, *event), ``log_weights`` (chain, draw)."""
+    """Self-normalised importance estimate sum w f(x) / sum w, pooled over all axes but the event's.
+
+    Parameters
+    ----------
+    draws : array
+        ``(chain, draw, *event)``.
+    log_weights : array
+        ``(chain, draw)``, unnormalised.
+    fn : callable, optional
+        f, applied to ``draws`` (the identity when omitted).
+    """
     lw = np.asarray(log_weights, np.float64).reshape(-1)
     x = np.asarray(draws, np.float64)
     values = x if fn is None else np.asarray(fn(x), np.float64)

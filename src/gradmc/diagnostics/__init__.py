@@ -8,10 +8,13 @@ values; one concept per module:
 * :mod:`.moments` — errors and MCSE z-scores of moments, bias/variance over chains;
 * :mod:`.discrete` — Rhodes & Gutmann's per-chain marginal errors;
 * :mod:`.tv` — TV distances and the chance bound on them;
-* :mod:`.enumeration` — exact distributions of small discrete targets;
-* :mod:`.mmd` — maximum mean discrepancy.
+* exact distributions of small discrete targets (from :mod:`gradmc.enumeration`);
+* :mod:`.mmd` — maximum mean discrepancy;
+* :mod:`.discs` — the DISCS benchmark's ESS metric (Hamming / label-L1 distance to a reference);
+* :mod:`.accumulator` — running sums of a sampler's history for errors over time.
 """
 
+from gradmc.diagnostics.accumulator import Accumulator
 from gradmc.diagnostics.batch_means import multivariate_ess, zhoutan_ess
 from gradmc.diagnostics.discrete import (
     covariance_frobenius_error,
@@ -21,7 +24,7 @@ from gradmc.diagnostics.discrete import (
     mean_abs_marginal_error,
     pairwise_error,
 )
-from gradmc.diagnostics.enumeration import ExactDistribution, enumerate_states, exact_distribution
+from gradmc.diagnostics.discs import DiscsESS, discs_ess, discs_ess_per_step, discs_statistic
 from gradmc.diagnostics.ess import (
     ess_l1_statistic,
     ess_per_grad,
@@ -34,8 +37,10 @@ from gradmc.diagnostics.ess import (
 from gradmc.diagnostics.mmd import mmd
 from gradmc.diagnostics.moments import mcse_z, moment_bias_variance, moment_errors
 from gradmc.diagnostics.tv import tv_bound, tv_distance, tv_marginals
+from gradmc.enumeration import ExactDistribution, enumerate_states, exact_distribution
 
 __all__ = [
+    "Accumulator",
     "summary",
     "format_summary",
     "ess_stats",
@@ -61,4 +66,8 @@ __all__ = [
     "exact_distribution",
     "ExactDistribution",
     "mmd",
+    "DiscsESS",
+    "discs_ess",
+    "discs_ess_per_step",
+    "discs_statistic",
 ]

@@ -9,6 +9,8 @@ import warnings
 
 import numpy as np
 
+from gradmc.enumeration import check_values
+
 
 def arviz():
     """Import ArviZ lazily (it costs ~1 s) and without its import-time FutureWarning."""
@@ -59,16 +61,6 @@ def ess_mean(series: np.ndarray) -> np.ndarray:
         return np.asarray(az.ess(ds, method="mean")["x"].values, dtype=np.float64).reshape(-1)
 
 
-def check_values(values) -> np.ndarray:
-    """A discrete coordinate's value set: 1-D, finite, strictly increasing."""
-    v = np.asarray(values, dtype=np.float64)
-    if v.ndim != 1 or v.size < 2:
-        raise ValueError(f"values must be a 1-D array of at least 2 values, got shape {v.shape}")
-    if not np.all(np.isfinite(v)) or np.any(np.diff(v) <= 0):
-        raise ValueError("values must be finite, sorted and without duplicates")
-    return v
-
-
 def value_indices(draws, values) -> np.ndarray:
     """Map discrete draws to integer value indices, shaped (chain, draw, d).
 
@@ -97,5 +89,7 @@ def value_indices(draws, values) -> np.ndarray:
     ok = np.abs(v[idx] - arr) <= tol
     if not np.all(ok):
         bad = arr[~ok].ravel()[:3]
-        raise ValueError(f"draws contain values outside the value set, e.g. {bad.tolist()}; expected one of {v.tolist()}")
+        raise ValueError(
+            f"draws contain values outside the value set, e.g. {bad.tolist()}; expected one of {v.tolist()}"
+        )
     return idx

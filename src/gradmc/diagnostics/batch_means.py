@@ -8,9 +8,10 @@ Both estimate the asymptotic covariance Sigma of the chains' mean from the sprea
   difference between chains (non-mixing) inflates Sigma and lowers the ESS; Lambda is the
   average within-chain sample covariance. Returns the ESS of all chains together.
 * :func:`zhoutan_ess` — what the published Zhou & Tan tables compute
-  (``specs/discrete-hams.md`` §10.1): per scalar, n Wv / B with Wv the mean within-chain
-  variance and B = n/(m-1) sum_i (chain mean_i - grand mean)^2, i.e. the same estimator
-  with one batch per chain (batch size n), reported per chain.
+  (the discrete-HAMS algorithm statement, ``docs/discrete-hams.md`` §10.1): per scalar,
+  n Wv / B with Wv the mean within-chain variance and
+  B = n/(m-1) sum_i (chain mean_i - grand mean)^2, i.e. the same estimator with one
+  batch per chain (batch size n), reported per chain.
 
 For one coordinate and ``batch_size = n``, ``multivariate_ess = m * zhoutan_ess`` exactly.
 """
@@ -62,7 +63,7 @@ def multivariate_ess(draws, batch_size: int | None = None) -> float:
 
 
 def zhoutan_ess(draws) -> np.ndarray | float:
-    """Per-chain ESS n * Wv / B of each scalar, as in Zhou & Tan's tables (spec §10.1).
+    """Per-chain ESS n * Wv / B of each scalar, as in Zhou & Tan's tables (docs/discrete-hams.md §10.1).
 
     ``draws`` (chain, draw, *event) with at least 2 chains; returns an array of the event
     shape (a float for (chain, draw) input). Wv = 1/(m(n-1)) sum_ij (Y_ij - Ybar_i)^2,

@@ -87,10 +87,13 @@ def summary(draws, truth=None, *, max_coords: int | None = None) -> dict[str, np
 def format_summary(table: dict, digits: int = 3) -> str:
     """A plain-text, aligned rendering of :func:`summary`'s columns."""
     cols = list(table)
-    rows = [[str(v) if c == "name" else f"{v:.{digits}g}" for c, v in zip(cols, vals)] for vals in zip(*table.values())]
+    rows = [
+        [str(v) if c == "name" else f"{v:.{digits}g}" for c, v in zip(cols, vals, strict=False)]
+        for vals in zip(*table.values(), strict=False)
+    ]
     widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(cols)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(cols, widths))]
-    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths)) for r in rows]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=False))]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=False)) for r in rows]
     return "\n".join(lines)
 
 

@@ -61,9 +61,10 @@ def mcse_z(draws, mean=None, cov=None, *, var=None, max_corr_dim: int = 10) -> d
     """z-scores (estimate - truth) / MCSE of means, variances and correlations.
 
     ``mean`` (d,), ``cov`` (d, d) or ``var`` (d,) are the exact moments; whatever is given
-    is tested. A :class:`~gradmc.base.Truth` may be passed as ``mean`` instead. Correlations (needing ``cov``) are taken among the first ``max_corr_dim``
-    coordinates (d(d-1)/2 pairs grow fast). Returns ``{"mean"|"var"|"corr": {"index",
-    "estimate", "truth", "mcse", "z"}}`` with arrays per quantity.
+    is tested. A :class:`~gradmc.base.Truth` may be passed as ``mean`` instead.
+    Correlations (needing ``cov``) are taken among the first ``max_corr_dim`` coordinates
+    (d(d-1)/2 pairs grow fast). Returns ``{"mean"|"var"|"corr": {"index", "estimate",
+    "truth", "mcse", "z"}}`` with arrays per quantity.
     """
     x = flat_coords(as_draws(draws, min_draws=4))
     c, n, d = x.shape
@@ -98,7 +99,7 @@ def mcse_z(draws, mean=None, cov=None, *, var=None, max_corr_dim: int = 10) -> d
         r = prod.mean(axis=(0, 1))
         g = prod - 0.5 * r * (u[..., i] ** 2 + u[..., j] ** 2)
         true_r = cov[i, j] / np.sqrt(cov[i, i] * cov[j, j])
-        blocks.append(("corr", list(zip(i.tolist(), j.tolist())), g, r, true_r))
+        blocks.append(("corr", list(zip(i.tolist(), j.tolist(), strict=False)), g, r, true_r))
     if not blocks:
         raise ValueError("give at least one of mean, cov or var")
     series = np.concatenate([b[2] for b in blocks], axis=-1)
@@ -112,7 +113,7 @@ def mcse_z(draws, mean=None, cov=None, *, var=None, max_corr_dim: int = 10) -> d
 
 
 def moment_bias_variance(draws, mean, second_moment, checkpoints) -> dict[str, dict[str, np.ndarray]]:
-    """Squared bias and variance over chains of E[s_i], E[s_i^2], E[s_i s_j] (spec §10.1).
+    """Squared bias and variance over chains of E[s_i], E[s_i^2], E[s_i s_j] (docs/discrete-hams.md §10.1).
 
     Each chain estimates the moments from its draws 1..t for every t in ``checkpoints``.
     ``mean`` (d,) and ``second_moment`` (d, d) = E[s s^T] are exact. Returns, for
@@ -132,7 +133,7 @@ def moment_bias_variance(draws, mean, second_moment, checkpoints) -> dict[str, d
         raise ValueError(f"mean must be ({d},) and second_moment ({d}, {d}); got {mean.shape}, {m2.shape}")
     first = np.cumsum(x, axis=1)[:, t - 1] / t[None, :, None]  # (c, T, d)
     bounds = np.concatenate([[0], t])
-    seg = [np.einsum("cni,cnj->cij", x[:, a:b], x[:, a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    seg = [np.einsum("cni,cnj->cij", x[:, a:b], x[:, a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=False)]
     second = np.cumsum(np.stack(seg, axis=1), axis=1) / t[None, :, None, None]  # (c, T, d, d)
     iu = np.triu_indices(d, 1)
     estimates = {

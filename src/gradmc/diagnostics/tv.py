@@ -26,7 +26,7 @@ from itertools import combinations
 import numpy as np
 
 from gradmc.diagnostics._common import value_indices
-from gradmc.diagnostics.enumeration import ExactDistribution
+from gradmc.enumeration import ExactDistribution
 
 __all__ = ["tv_distance", "tv_bound", "tv_marginals"]
 
@@ -76,7 +76,9 @@ def _subset_table(exact, subset: tuple[int, ...], k: int) -> np.ndarray:
         raise ValueError(f"the exact marginal of {subset} must have shape {(k,) * len(subset)}, got {table.shape}")
     table = table.reshape(-1).astype(np.float64)
     if np.any(table < 0) or abs(table.sum() - 1.0) > 1e-5:
-        raise ValueError(f"the exact marginal of {subset} must be non-negative and sum to 1 (sums to {table.sum():.6g})")
+        raise ValueError(
+            f"the exact marginal of {subset} must be non-negative and sum to 1 (sums to {table.sum():.6g})"
+        )
     return table
 
 
@@ -84,11 +86,11 @@ def tv_marginals(draws, values, exact, order: int = 1, *, subsets=None, checkpoi
     """TV between each chain's empirical ``order``-variate marginals and the exact ones.
 
     ``exact`` is an :class:`ExactDistribution` (or a target's ``Enumeration``), the joint
-    probabilities of all k^d states in enumeration order (see :mod:`.enumeration`), or a function ``subset -> table``
-    of shape (k,) * order over the value grid (e.g. a closed-form marginal). ``subsets``
+    probabilities of all k^d states in enumeration order (see :mod:`gradmc.enumeration`), or
+    a function ``subset -> table`` of shape (k,) * order over the value grid (e.g. a closed-form marginal). ``subsets``
     defaults to all ``order``-subsets of the coordinates. Returns (chain, num_subsets); with
     ``checkpoints`` (increasing draw counts t), (len(checkpoints), chain, num_subsets) using
-    the draws 1..t of each chain (spec §10.1).
+    the draws 1..t of each chain (docs/discrete-hams.md §10.1).
 
     When a marginal has more cells than a chain has draws, only visited cells are touched:
     TV = (1/2)(1 + sum_{visited x} (|q_x - p_x| - p_x)). The cost per subset is
@@ -126,7 +128,7 @@ def tv_marginals(draws, values, exact, order: int = 1, *, subsets=None, checkpoi
             group = group.reshape(c, n)
         group_row, group_p = keys // cells, p[keys % cells]
         counts = np.zeros(keys.size)
-        for a, (t0, t1) in enumerate(zip(np.concatenate([[0], t[:-1]]), t)):
+        for a, (t0, t1) in enumerate(zip(np.concatenate([[0], t[:-1]]), t, strict=False)):
             counts += np.bincount(group[:, t0:t1].ravel(), minlength=keys.size)
             contrib = np.where(counts > 0, np.abs(counts / t1 - group_p) - group_p, 0.0)
             out[a, :, s] = 0.5 * (1.0 + np.bincount(group_row, contrib, minlength=c))

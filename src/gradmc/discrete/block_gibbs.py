@@ -9,47 +9,63 @@ exact Gibbs sampler and needs no MH test (acceptance 1). Only valid for quadrati
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from blackjax.base import build_sampling_algorithm
 
-from gradmc.adapt.preconditioner import Preconditioner, check_matrix, make_preconditioner
+from gradmc.adapt.preconditioner import PAVGPreconditioner, make_preconditioner
 from gradmc.base import SamplingAlgorithm, Target
-from gradmc.discrete import proposal_mh
-from gradmc.discrete.avg import auxiliary_proposal
-from gradmc.discrete.pavg import matrix_maps
-from gradmc.discrete.proposal_mh import DiscreteInfo, DiscreteState, check_positive_param, check_space, l1_jump
-from gradmc.registry import register_sampler
-from gradmc.spaces import DiscreteSpace, factorised_proposal
+from gradmc.checks import check_positive_param, check_symmetric
+from gradmc.discrete import proposals
+from gradmc.discrete.proposals import (
+    DiscreteInfo,
+    DiscreteState,
+    auxiliary_proposal,
+    factorised_proposal,
+    l1_jump,
+    matrix_maps,
+)
+from gradmc.spaces import DiscreteSpace
 
 __all__ = ["DiscreteState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api", "hessian_of"]
 
-init = proposal_mh.init
+init = proposals.init
 
 
 def build_kernel():
-    """``kernel(key, state, logdensity_fn, space, precond)``: z | s, then s | z, exactly.
+    """``kernel(key, state, logdensity_fn, space, precond) -> (DiscreteState, DiscreteInfo)``:
+    z | s, then s | z, exactly.
 
     A non-finite log density or gradient at the new state (impossible for a quadratic
     f) keeps the old state and is flagged.
     """
 
-    def kernel(rng_key, state: DiscreteState, logdensity_fn: Callable, space: DiscreteSpace, precond: Preconditioner):
+    def kernel(
+        rng_key, state: DiscreteState, logdensity_fn: Callable, space: DiscreteSpace, precond: PAVGPreconditioner
+    ):
         key_aux, key_prop = jax.random.split(rng_key)
         forward, _ = auxiliary_proposal(*matrix_maps(precond), precond.d_eps)
         a, b, _ = forward(key_aux, state)
         proposed = init(factorised_proposal(key_prop, a, b, space), logdensity_fn)
         ok = jnp.isfinite(proposed.logdensity) & jnp.all(jnp.isfinite(proposed.grad))
         new = jax.tree.map(lambda p, s: jnp.where(ok, p, s), proposed, state)
-        return new, DiscreteInfo(ok.astype(jnp.float32), ok, ~ok, l1_jump(new.position, state.position))
+        log_ratio = jnp.where(ok, 0.0, -jnp.inf)  # rejection-free, unless the new state is not finite
+        return new, DiscreteInfo(ok.astype(jnp.float32), ok, ~ok, log_ratio, l1_jump(new.position, state.position))
 
     return kernel
 
 
 def hessian_of(target: Target) -> np.ndarray:
-    """M = J + Jᵀ of a quadratic target f(s) = sᵀJs + bᵀs (``target.metadata["J"]``)."""
+    """M = J + Jᵀ of a quadratic target f(s) = sᵀJs + bᵀs (``target.metadata["J"]``).
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A quadratic target with ``metadata["J"]``.
+    """
     if "J" not in target.metadata:
         raise ValueError(
             f"block-gibbs needs a quadratic target f(s) = sᵀJs + bᵀs with metadata['J'], or M= (its Hessian); "
@@ -60,33 +76,19 @@ def hessian_of(target: Target) -> np.ndarray:
 
 
 def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, M, step_size=1.0) -> SamplingAlgorithm:
-    """Block Gibbs for a quadratic ``logdensity_fn`` with Hessian ``M`` (any ε > 0 is exact)."""
-    precond = make_preconditioner(check_matrix(M, space.dim, "block-Gibbs Hessian M"), check_positive_param("step size ε", step_size))
-    kernel = build_kernel()
-    return SamplingAlgorithm(
-        lambda position, rng_key=None: init(position, logdensity_fn),
-        lambda rng_key, state: kernel(rng_key, state, logdensity_fn, space, precond),
-    )
+    """Block Gibbs for a quadratic ``logdensity_fn`` with Hessian ``M`` (any ε > 0 is exact).
 
-
-@register_sampler(
-    "block-gibbs",
-    "exact auxiliary-variable block Gibbs for quadratic log densities (Martens & Sutskever 2010; PAVG with the true M)",
-    kind="discrete",
-)
-def build(target: Target, num_warmup: int, M=None, step_size=1.0):
-    """Options: ``M`` the Hessian of f (default: J + Jᵀ from ``target.metadata["J"]``);
-    ``step_size`` ε > 0 (any value gives an exact sampler; it sets d_ε = max(0, −λ_min) + 2/ε)."""
-    del num_warmup
-    space = check_space(target, "block-gibbs")
-    M = check_matrix(hessian_of(target) if M is None else M, space.dim, "block-Gibbs Hessian M")
-    step_size = check_positive_param("block-Gibbs step size ε", step_size)
-    kernel = build_kernel()
-    precond = make_preconditioner(M, step_size)  # a constant shared by all chains
-    return proposal_mh.fixed_sampler(
-        "block-gibbs",
-        lambda position: init(position, target.logdensity_fn),
-        lambda key, state, step_size: kernel(key, state, target.logdensity_fn, space, precond),
-        {"step_size": step_size},
-        lambda state, info, params: proposal_mh.stats(state, info, params["step_size"]),
-    )
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The target's log density f, quadratic.
+    space : gradmc.spaces.DiscreteSpace
+        The target's space.
+    M : array_like
+        The Hessian of f, symmetric (n, n).
+    step_size : float
+        ε > 0 (sets d_ε = max(0, −λ_min) + 2/ε).
+    """
+    M = check_symmetric(M, "block-Gibbs Hessian M", space.dim, rtol=1e-5)
+    precond = make_preconditioner(M, check_positive_param("step size ε", step_size))
+    return build_sampling_algorithm(build_kernel(), init, logdensity_fn, kernel_args=(space, precond))

@@ -10,42 +10,66 @@ Gradient-free; acceptance is 1.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from blackjax.base import build_sampling_algorithm
 
-from gradmc.base import SamplingAlgorithm, Target
-from gradmc.discrete import proposal_mh
-from gradmc.discrete.proposal_mh import DiscreteInfo, check_space, l1_jump
-from gradmc.registry import register_sampler
-from gradmc.spaces import DiscreteSpace, sample_logits
+from gradmc.base import SamplingAlgorithm
+from gradmc.discrete.proposals import DiscreteInfo, l1_jump, sample_logits
+from gradmc.spaces import DiscreteSpace
 
-__all__ = ["GibbsState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api", "SCANS"]
+__all__ = ["GibbsState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api", "check_scan", "SCANS"]
 
 SCANS = ("random", "systematic")
 
 
 class GibbsState(NamedTuple):
+    """Position s, log density f(s) and the number of steps taken."""
+
     position: jax.Array
     logdensity: jax.Array
     counter: jax.Array  # steps taken: the systematic scan updates coordinate counter mod d
 
 
 def init(position, logdensity_fn: Callable) -> GibbsState:
+    """State at ``position`` with its log density and a step counter of 0.
+
+    Parameters
+    ----------
+    position : array_like
+        A position of the space.
+    logdensity_fn : callable
+        The target's log density f.
+    """
     position = jnp.asarray(position, jnp.result_type(float))
     return GibbsState(position, logdensity_fn(position), jnp.zeros((), jnp.int32))
 
 
-def _check_scan(scan: str) -> str:
+def check_scan(scan: str) -> str:
+    """``scan`` after checking it is one of :data:`SCANS`.
+
+    Parameters
+    ----------
+    scan : str
+        "random" or "systematic".
+    """
     if scan not in SCANS:
         raise ValueError(f"scan must be one of {SCANS}, got {scan!r}")
     return scan
 
 
 def build_kernel(scan: str = "random"):
-    """``kernel(key, state, logdensity_fn, space)`` for ``scan`` in {"random", "systematic"}."""
-    _check_scan(scan)
+    """``kernel(key, state, logdensity_fn, space) -> (GibbsState, DiscreteInfo)``.
+
+    Parameters
+    ----------
+    scan : {"random", "systematic"}
+        Which coordinate a step updates: uniformly random, or 0, 1, …, d−1 in turn.
+    """
+    check_scan(scan)
 
     def kernel(rng_key, state: GibbsState, logdensity_fn: Callable, space: DiscreteSpace):
         key_site, key_value = jax.random.split(rng_key)
@@ -66,34 +90,23 @@ def build_kernel(scan: str = "random"):
             jnp.where(any_valid, logits[value], state.logdensity),
             state.counter + 1,
         )
-        info = DiscreteInfo(jnp.float32(1.0), jnp.bool_(True), jnp.any(bad), l1_jump(new.position, state.position))
+        jump = l1_jump(new.position, state.position)
+        info = DiscreteInfo(jnp.float32(1.0), jnp.bool_(True), jnp.any(bad), jnp.float32(0.0), jump)
         return new, info
 
     return kernel
 
 
 def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, scan: str = "random") -> SamplingAlgorithm:
-    kernel = build_kernel(scan)
-    return SamplingAlgorithm(
-        lambda position, rng_key=None: init(position, logdensity_fn),
-        lambda rng_key, state: kernel(rng_key, state, logdensity_fn, space),
-    )
+    """BlackJAX-style ``SamplingAlgorithm`` of single-site Gibbs.
 
-
-@register_sampler("gibbs", "single-site Gibbs from exact full conditionals, random or systematic scan (one coordinate per step)", kind="discrete")
-def build(target: Target, num_warmup: int, scan: str = "random"):
-    """Options: ``scan`` "random" (default) or "systematic". One step = one coordinate update
-    (k log-density evaluations, batched); d steps make a sweep."""
-    del num_warmup
-    space = check_space(target, "gibbs")
-    kernel = build_kernel(_check_scan(scan))
-    k = space.num_values
-    return proposal_mh.fixed_sampler(
-        "gibbs",
-        lambda position: init(position, target.logdensity_fn),
-        lambda key, state: kernel(key, state, target.logdensity_fn, space),
-        {},
-        lambda state, info, params: proposal_mh.stats(
-            state, info, num_grad_evals=0, extra={"logdensity_evals": jnp.float32(k)}
-        ),
-    )
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The target's log density f.
+    space : gradmc.spaces.DiscreteSpace
+        The target's space.
+    scan : {"random", "systematic"}
+        Which coordinate a step updates.
+    """
+    return build_sampling_algorithm(build_kernel(scan), init, logdensity_fn, kernel_args=(space,))

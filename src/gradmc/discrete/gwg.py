@@ -12,20 +12,21 @@ gradient; the MH test uses the reverse proposal from s' (eq. 2).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+from blackjax.base import build_sampling_algorithm
 
-from gradmc.base import SamplingAlgorithm, Target
-from gradmc.discrete import proposal_mh
-from gradmc.discrete.proposal_mh import DiscreteInfo, DiscreteState, check_radius, check_space
-from gradmc.registry import register_sampler
-from gradmc.spaces import Categorical, DiscreteSpace, sample_logits_scored
+from gradmc.base import SamplingAlgorithm
+from gradmc.checks import check_radius
+from gradmc.discrete import proposals
+from gradmc.discrete.proposals import DiscreteInfo, DiscreteState, sample_logits_scored
+from gradmc.spaces import Categorical, DiscreteSpace
 
 __all__ = ["DiscreteState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api", "move_logits"]
 
-init = proposal_mh.init
+init = proposals.init
 
 
 def move_logits(position, grad, space: DiscreteSpace, radius) -> jax.Array:
@@ -35,6 +36,17 @@ def move_logits(position, grad, space: DiscreteSpace, radius) -> jax.Array:
     coordinate is the flip to v₀ + v₁ − s_i (m = 1). Otherwise move j sets the value
     index to j (m = k), −inf where not allowed (j = c_i, or |j − c_i| > r on ordered
     spaces).
+
+    Parameters
+    ----------
+    position : jax.Array
+        The current position s.
+    grad : jax.Array
+        ∇f(s).
+    space : gradmc.spaces.DiscreteSpace
+        The target's space.
+    radius : int or jax.Array
+        r, the largest move along an ordered axis.
     """
     if space.is_two_valued:
         v0, v1 = (float(v) for v in space.values)
@@ -52,7 +64,7 @@ def move_logits(position, grad, space: DiscreteSpace, radius) -> jax.Array:
 
 
 def build_kernel():
-    """``kernel(key, state, logdensity_fn, space, radius=1)``."""
+    """``kernel(key, state, logdensity_fn, space, radius=1) -> (DiscreteState, DiscreteInfo)``."""
 
     def kernel(rng_key, state: DiscreteState, logdensity_fn: Callable, space: DiscreteSpace, radius=1):
         key_prop, key_mh = jax.random.split(rng_key)
@@ -69,44 +81,21 @@ def build_kernel():
         proposed = init(state.position.at[site].set(new_value), logdensity_fn)
         rev_logits = move_logits(proposed.position, proposed.grad, space, radius).reshape(-1)
         log_reverse = rev_logits[site * m + back] - jax.nn.logsumexp(rev_logits)
-        return proposal_mh.metropolis(key_mh, state, proposed, log_reverse - log_forward)
+        return proposals.metropolis(key_mh, state, proposed, log_reverse - log_forward)
 
     return kernel
 
 
 def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, radius=1) -> SamplingAlgorithm:
-    radius = check_radius(radius)
-    kernel = build_kernel()
-    return SamplingAlgorithm(
-        lambda position, rng_key=None: init(position, logdensity_fn),
-        lambda rng_key, state: kernel(rng_key, state, logdensity_fn, space, radius),
-    )
+    """BlackJAX-style ``SamplingAlgorithm`` of GWG (``radius`` 1) or ordinal-GWG.
 
-
-def _sampler(name: str, target: Target, radius):
-    space = check_space(target, name)
-    radius = check_radius(radius)
-    kernel = build_kernel()
-    return proposal_mh.fixed_sampler(
-        name,
-        lambda position: init(position, target.logdensity_fn),
-        lambda key, state, radius: kernel(key, state, target.logdensity_fn, space, radius),
-        {"radius": radius},
-        lambda state, info, params: proposal_mh.stats(state, info, extra={"radius": params["radius"].astype(jnp.float32)}),
-    )
-
-
-@register_sampler("gwg", "Gibbs-with-Gradients, Hamming ball of radius 1 (Grathwohl et al. 2021; eq. 6)", kind="discrete")
-def build(target: Target, num_warmup: int):
-    """No options."""
-    del num_warmup
-    return _sampler("gwg", target, 1)
-
-
-@register_sampler("ordinal-gwg", "ordinal Gibbs-with-Gradients: one coordinate moves up to r values (Rhodes & Gutmann 2022, App. G)", kind="discrete")
-def build_ordinal(target: Target, num_warmup: int, radius=1):
-    """Options: ``radius`` r >= 1 (integer; the paper tunes it, e.g. 16 / 8 for poly2 / poly4)."""
-    del num_warmup
-    if isinstance(target.space, Categorical):
-        raise ValueError("ordinal-gwg needs ordered values (Binary, Spin, Ordinal); use gwg on Categorical spaces")
-    return _sampler("ordinal-gwg", target, radius)
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The target's log density f.
+    space : gradmc.spaces.DiscreteSpace
+        The target's space.
+    radius : int
+        r ≥ 1, how far along its axis one coordinate may move (no meaning on Categorical).
+    """
+    return build_sampling_algorithm(build_kernel(), init, logdensity_fn, kernel_args=(space, check_radius(radius)))

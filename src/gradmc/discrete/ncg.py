@@ -7,28 +7,37 @@ eq. 25), then a Metropolis–Hastings test (eq. 26). Same as DMALA (Zhang et al.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
+from blackjax.base import build_sampling_algorithm
 
-from gradmc.base import SamplingAlgorithm, Target
-from gradmc.discrete import proposal_mh
-from gradmc.discrete.proposal_mh import DiscreteInfo, DiscreteState, check_positive_param, check_space
-from gradmc.registry import register_sampler
+from gradmc.base import SamplingAlgorithm
+from gradmc.checks import check_positive_param
+from gradmc.discrete import proposals
+from gradmc.discrete.proposals import DiscreteInfo, DiscreteState
 from gradmc.spaces import DiscreteSpace
 
 __all__ = ["DiscreteState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api", "coefficients"]
 
-init = proposal_mh.init
+init = proposals.init
 
 
 def coefficients(state: DiscreteState, step_size):
-    """(a, b) of eq. 8: q(s | s_t) ∝ Π_i exp([½∇f(s_t)_i + s_{t,i}/ε] s_i − s_i²/(2ε))."""
+    """(a, b) of eq. 8: q(s | s_t) ∝ Π_i exp([½∇f(s_t)_i + s_{t,i}/ε] s_i − s_i²/(2ε)).
+
+    Parameters
+    ----------
+    state : gradmc.discrete.proposals.DiscreteState
+        The current state s_t (with its gradient).
+    step_size : float or jax.Array
+        ε > 0.
+    """
     inverse = 1.0 / step_size
     return 0.5 * state.grad + inverse * state.position, -0.5 * inverse
 
 
 def build_kernel():
-    """``kernel(key, state, logdensity_fn, space, step_size)``."""
+    """``kernel(key, state, logdensity_fn, space, step_size) -> (DiscreteState, DiscreteInfo)``."""
 
     def kernel(rng_key, state: DiscreteState, logdensity_fn: Callable, space: DiscreteSpace, step_size):
         def forward(key, state):
@@ -37,32 +46,22 @@ def build_kernel():
         def reverse(state, proposed, aux):
             return (*coefficients(proposed, step_size), 0.0)
 
-        return proposal_mh.factorised_mh_step(rng_key, state, logdensity_fn, space, forward, reverse)
+        return proposals.factorised_mh_step(rng_key, state, logdensity_fn, space, forward, reverse)
 
     return kernel
 
 
 def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, step_size) -> SamplingAlgorithm:
-    step_size = check_positive_param("NCG step size ε", step_size)
-    kernel = build_kernel()
-    return SamplingAlgorithm(
-        lambda position, rng_key=None: init(position, logdensity_fn),
-        lambda rng_key, state: kernel(rng_key, state, logdensity_fn, space, step_size),
-    )
+    """BlackJAX-style ``SamplingAlgorithm`` of NCG.
 
-
-@register_sampler("ncg", "norm-constrained gradient sampler (Rhodes & Gutmann 2022, Alg. B.1), step size ε", kind="discrete")
-def build(target: Target, num_warmup: int, step_size=0.5):
-    """Options: ``step_size`` ε > 0 (default 0.5, the paper's Ising value; tune with
-    :func:`gradmc.adapt.step_search.search`)."""
-    del num_warmup
-    space = check_space(target, "ncg")
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The target's log density f.
+    space : gradmc.spaces.DiscreteSpace
+        The target's space.
+    step_size : float
+        ε > 0.
+    """
     step_size = check_positive_param("NCG step size ε", step_size)
-    kernel = build_kernel()
-    return proposal_mh.fixed_sampler(
-        "ncg",
-        lambda position: init(position, target.logdensity_fn),
-        lambda key, state, step_size: kernel(key, state, target.logdensity_fn, space, step_size),
-        {"step_size": step_size},
-        lambda state, info, params: proposal_mh.stats(state, info, params["step_size"]),
-    )
+    return build_sampling_algorithm(build_kernel(), init, logdensity_fn, kernel_args=(space, step_size))

@@ -10,29 +10,22 @@ On Categorical spaces the box is over category indices. Gradient-free.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+from blackjax.base import build_sampling_algorithm
 
-from gradmc.base import SamplingAlgorithm, Target
-from gradmc.discrete import proposal_mh
 from gradmc import random
-from gradmc.discrete.proposal_mh import DiscreteInfo, check_radius, check_space
-from gradmc.registry import register_sampler
+from gradmc.base import SamplingAlgorithm
+from gradmc.checks import check_radius
+from gradmc.discrete import proposals
+from gradmc.discrete.proposals import DiscreteInfo, ValueState
 from gradmc.spaces import DiscreteSpace
 
-__all__ = ["UniformState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api"]
+__all__ = ["ValueState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api"]
 
-
-class UniformState(NamedTuple):
-    position: jax.Array
-    logdensity: jax.Array
-
-
-def init(position, logdensity_fn: Callable) -> UniformState:
-    position = jnp.asarray(position, jnp.result_type(float))
-    return UniformState(position, logdensity_fn(position))
+init = proposals.init_value
 
 
 def _box(index, radius, k):
@@ -42,9 +35,9 @@ def _box(index, radius, k):
 
 
 def build_kernel():
-    """``kernel(key, state, logdensity_fn, space, radius=1)``."""
+    """``kernel(key, state, logdensity_fn, space, radius=1) -> (ValueState, DiscreteInfo)``."""
 
-    def kernel(rng_key, state: UniformState, logdensity_fn: Callable, space: DiscreteSpace, radius=1):
+    def kernel(rng_key, state: ValueState, logdensity_fn: Callable, space: DiscreteSpace, radius=1):
         key_prop, key_mh = jax.random.split(rng_key)
         k = space.num_values
         index = space.to_index(state.position)
@@ -57,33 +50,21 @@ def build_kernel():
         proposed = init(space.from_index(new_index), logdensity_fn)
         _, size_rev = _box(new_index, radius, k)
         log_correction = jnp.sum(jnp.log(size.astype(jnp.float32) / size_rev.astype(jnp.float32)))
-        return proposal_mh.metropolis(key_mh, state, proposed, log_correction)
+        return proposals.metropolis(key_mh, state, proposed, log_correction)
 
     return kernel
 
 
 def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, radius=1) -> SamplingAlgorithm:
-    radius = check_radius(radius)
-    kernel = build_kernel()
-    return SamplingAlgorithm(
-        lambda position, rng_key=None: init(position, logdensity_fn),
-        lambda rng_key, state: kernel(rng_key, state, logdensity_fn, space, radius),
-    )
+    """BlackJAX-style ``SamplingAlgorithm`` of MH-uniform.
 
-
-@register_sampler("mh-uniform", "Metropolis-Hastings, uniform proposal on the hypercube of radius r (Rhodes & Gutmann 2022, App. G)", kind="discrete")
-def build(target: Target, num_warmup: int, radius=1):
-    """Options: ``radius`` r >= 1 (integer; 2 / 1 for poly2 / poly4 in the paper)."""
-    del num_warmup
-    space = check_space(target, "mh-uniform")
-    radius = check_radius(radius)
-    kernel = build_kernel()
-    return proposal_mh.fixed_sampler(
-        "mh-uniform",
-        lambda position: init(position, target.logdensity_fn),
-        lambda key, state, radius: kernel(key, state, target.logdensity_fn, space, radius),
-        {"radius": radius},
-        lambda state, info, params: proposal_mh.stats(
-            state, info, num_grad_evals=0, extra={"radius": params["radius"].astype(jnp.float32)}
-        ),
-    )
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The target's log density f.
+    space : gradmc.spaces.DiscreteSpace
+        The target's space.
+    radius : int
+        r ≥ 1, the half-width of the box.
+    """
+    return build_sampling_algorithm(build_kernel(), init, logdensity_fn, kernel_args=(space, check_radius(radius)))

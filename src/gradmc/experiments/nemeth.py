@@ -33,16 +33,26 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.continuous import ais as ais_module
-from gradmc.continuous import ct_hmc, equi_energy, parallel_tempering, ram, simulated_tempering  # noqa: F401  (registers)
+from gradmc.continuous import equi_energy
 from gradmc.continuous.tempering import weighted_mean
+from gradmc.experiments.common import Budget, fenced, format_table, mean_sd_cell, pyplot, save_figure
 from gradmc.extended import pseudo_extended, resample_extended
 from gradmc.registry import register_experiment
-from gradmc.registry import sampler as recipe
+from gradmc.registry import sampler as make_sampler
 from gradmc.registry import target as make_target
-from gradmc.report import format_table
 from gradmc.run import sample
 
-__all__ = ["PUBLISHED_TABLE1", "run_mixture", "run_boltzmann", "run_challenging"]
+__all__ = [
+    "PUBLISHED_TABLE1",
+    "Budget",
+    "RunResult",
+    "run_sampler",
+    "run_pe",
+    "mixture_experiment",
+    "run_mixture",
+    "run_boltzmann",
+    "run_challenging",
+]
 
 # Table 1 of the paper: mean (sd) over 20 runs of E[x1], E[x2], E[x1^2], E[x2^2].
 PUBLISHED_TABLE1 = {
@@ -76,18 +86,12 @@ PAPER_DRAWS = 50_000  # Table 1: 50,000 iterations after burn-in per run
 MOMENT_NAMES = ["E[x1]", "E[x2]", "E[x1^2]", "E[x2^2]"]
 
 
-@dataclass(frozen=True)
-class Budget:
-    runs: int
-    warmup: int
-    draws: int
-
-
 @dataclass
 class RunResult:
     """Draws of the original target, one row per run: (runs, draws, d), optional log
     weights (runs, draws) for weighted samplers, the batch's wall time (s) and the mean
-    number of log-density gradient evaluations per kept draw."""
+    number of log-density gradient evaluations per kept draw.
+    """
 
     draws: np.ndarray
     seconds: float
@@ -95,13 +99,27 @@ class RunResult:
     grads_per_draw: float = 0.0
 
     def moments(self, fn) -> np.ndarray:
-        """Per-run estimate of E[fn(x)], shape (runs, ...)."""
+        """Per-run estimate of E[fn(x)], shape (runs, ...).
+
+        Parameters
+        ----------
+        fn : callable
+            Maps draws ``(..., d)`` to the quantity.
+        """
         if self.log_weights is None:
             return np.mean(fn(self.draws), axis=1)
-        return np.stack([weighted_mean(self.draws[r : r + 1], self.log_weights[r : r + 1], fn) for r in range(self.draws.shape[0])])
+        return np.stack(
+            [weighted_mean(self.draws[r : r + 1], self.log_weights[r : r + 1], fn) for r in range(self.draws.shape[0])]
+        )
 
     def resampled(self, seed: int = 0) -> np.ndarray:
-        """Unweighted draws (runs, draws, d): weighted samplers are resampled per run."""
+        """Unweighted draws (runs, draws, d): weighted samplers are resampled per run.
+
+        Parameters
+        ----------
+        seed : int
+            Seed of NumPy's generator.
+        """
         if self.log_weights is None:
             return self.draws
         rng = np.random.default_rng(seed)
@@ -120,31 +138,71 @@ def _grads_per_draw(trace) -> float:
     return float(np.mean(trace.stats["num_grad_evals"]))
 
 
-def run_sampler(target, rec, budget: Budget, seed: int, progress: bool) -> RunResult:
-    trace = sample(target, rec, num_chains=budget.runs, num_warmup=budget.warmup, num_draws=budget.draws, seed=seed, progress=progress)
+def run_sampler(target, sampler, budget: Budget, seed: int, progress: bool) -> RunResult:
+    """``budget.chains`` independent runs of ``sampler`` on ``target`` (one vmapped call).
+
+    Parameters
+    ----------
+    target : Target
+        The target.
+    sampler : Sampler or str
+        The sampler.
+    budget : Budget
+        Runs (chains), warm-up and kept draws.
+    seed : int
+        Seed.
+    progress : bool
+        Show a progress bar.
+    """
+    trace = sample(
+        target,
+        sampler,
+        num_chains=budget.chains,
+        num_warmup=budget.warmup,
+        num_draws=budget.draws,
+        seed=seed,
+        progress=progress,
+    )
     weights = trace.stats.get("log_weight")
     log_weights = None if weights is None else np.asarray(weights, np.float64)
     return RunResult(trace.draws, _seconds(trace), log_weights, _grads_per_draw(trace))
 
 
-def run_pe(target, n: int, budget: Budget, seed: int, progress: bool, beta_bounds=(0.001, 1.0), sampler="nuts") -> RunResult:
+def run_pe(
+    target, n: int, budget: Budget, seed: int, progress: bool, beta_bounds=(0.001, 1.0), sampler="nuts"
+) -> RunResult:
+    """Pseudo-extended MCMC: ``sampler`` on the tempered extended target with ``n``
+    pseudo-samples, resampled to draws of ``target`` (Prop. 3.1).
+
+    Parameters
+    ----------
+    target : Target
+        The target.
+    n : int
+        Pseudo-samples N.
+    budget : Budget
+        Runs (chains), warm-up and kept draws.
+    seed : int
+        Seed (``seed + 1`` for the resampling).
+    progress : bool
+        Show a progress bar.
+    beta_bounds : tuple of float
+        The range of the tempering β.
+    sampler : Sampler or str
+        The sampler of the extended target.
+    """
     ext = pseudo_extended(target, n, beta_bounds=beta_bounds)
-    trace = sample(ext, sampler, num_chains=budget.runs, num_warmup=budget.warmup, num_draws=budget.draws, seed=seed, progress=progress)
+    trace = sample(
+        ext,
+        sampler,
+        num_chains=budget.chains,
+        num_warmup=budget.warmup,
+        num_draws=budget.draws,
+        seed=seed,
+        progress=progress,
+    )
     out = resample_extended(trace, ext, jax.random.key(seed + 1))
     return RunResult(out.draws, _seconds(trace), grads_per_draw=_grads_per_draw(trace))
-
-
-def _cell(mean: float, sd: float | None) -> str:
-    return f"{mean:.3f}" if sd is None else f"{mean:.3f} ({sd:.3f})"
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 # --------------------------------------------------------------------------- mixture
@@ -153,31 +211,53 @@ def _pyplot():
 def _mixture_methods(scenario: str, ns) -> dict:
     cov = 4.0 if scenario == "a" else 3.5
     methods = {
-        "RAM": ("sampler", recipe("ram", cov_scale=cov)),
-        "EE": ("sampler", recipe("equi-energy")),
-        "PT": ("sampler", recipe("parallel-tempering", temperatures=KOU_TEMPERATURES, step_size=0.25, adapt=False)),
-        "HMC": ("sampler", recipe("nuts")),
+        "RAM": ("sampler", make_sampler("ram", cov_scale=cov)),
+        "EE": ("sampler", make_sampler("equi-energy")),
+        "PT": (
+            "sampler",
+            make_sampler("parallel-tempering", temperatures=KOU_TEMPERATURES, step_size=0.25, adapt=False),
+        ),
+        "HMC": ("sampler", make_sampler("nuts")),
     }
     methods.update({f"PE (N={n})": ("pe", n) for n in ns})
     return methods
 
 
-def run_mixture(*, out: Path, full: bool, seed: int, progress: bool, scenarios=("a", "b"), ns=None, budget: Budget | None = None) -> str:
-    """Table 1, Figures 3 and 4."""
+def mixture_experiment(
+    *, out: Path, full: bool, seed: int, progress: bool, scenarios=("a", "b"), ns=None, budget: Budget | None = None
+) -> dict:
+    """Table 1, Figures 3 and 4 (written into ``out``).
+
+    Parameters
+    ----------
+    out : Path
+        Output folder.
+    full : bool
+        The paper's budget (20 runs × 50,000 draws, N up to 20).
+    seed : int
+        Method ``i`` runs with ``seed + 100 i``.
+    progress : bool
+        Show progress bars.
+    scenarios : sequence of str
+        Among "a", "b".
+    ns : sequence of int, optional
+        PE's numbers of pseudo-samples.
+    budget : Budget, optional
+        Overrides the runs, warm-up and draws.
+
+    Returns
+    -------
+    dict
+        ``budget``; ``tables``: scenario -> rows (the truth row first, then one per method:
+        mean (sd) over runs of each moment beside the published cell, MSE, CT, MSE × CT,
+        scaled sd over the published one); ``estimates``: scenario -> method -> the
+        per-run moment estimates ``(runs, 4)``; ``mse_ct``: scenario -> N -> PE's MSE × CT;
+        ``figures``.
+    """
     out.mkdir(parents=True, exist_ok=True)
     budget = budget or (Budget(20, 1000, 50_000) if full else Budget(6, 500, 2000))
     ns = tuple(ns or ((2, 5, 10, 20) if full else (2, 5, 10)))
-    lines = [
-        "# Nemeth et al. (2022) §4.1: mixture of 20 bivariate Gaussians",
-        "",
-        f"Budget: {budget.runs} independent runs (chains) x {budget.draws} draws after {budget.warmup} warm-up per method"
-        + (" (the paper: 20 runs x 50,000)." if not full else " (the paper's)."),
-        "Cells: mean (sd) over runs; `paper` = the published Table 1 row. CT = warm-up + sampling seconds of the batch. "
-        f"`sd@50k / paper`: our sd over runs scaled to the paper's {PAPER_DRAWS:,} draws (× √(draws / {PAPER_DRAWS:,}), "
-        "as for errors that shrink like 1/√draws), divided by the published sd; median over the four moments.",
-        "",
-    ]
-    mse_ct = {}
+    mse_ct, tables, estimates, figures = {}, {}, {}, []
     for scenario in scenarios:
         target = make_target(f"kou-mixture-{scenario}")
         truth = np.concatenate([target.truth.mean, target.truth.second_moment])
@@ -187,46 +267,108 @@ def run_mixture(*, out: Path, full: bool, seed: int, progress: bool, scenarios=(
             if kind == "pe":
                 res = run_pe(target, spec, budget, s, progress)
             else:  # EE's staggered level starts build the rings during warm-up: give it more (cheap) steps
-                b = budget if label != "EE" else Budget(budget.runs, max(budget.warmup, EE_WARMUP[full]), budget.draws)
+                b = (
+                    budget
+                    if label != "EE"
+                    else Budget(budget.chains, max(budget.warmup, EE_WARMUP[full]), budget.draws)
+                )
                 res = run_sampler(target, spec, b, s, progress)
             results[label] = res
             est = np.concatenate([res.moments(lambda x: x), res.moments(lambda x: x**2)], axis=1)  # (runs, 4)
+            estimates.setdefault(scenario, {})[label] = est
             mse = float(np.mean((est - truth) ** 2))
             row = {"method": label}
             published = PUBLISHED_TABLE1[scenario].get(label, [(np.nan, None)] * 4)
             for j, name in enumerate(MOMENT_NAMES):
-                row[name] = _cell(est[:, j].mean(), est[:, j].std(ddof=1))
-                row[f"{name} paper"] = _cell(*published[j])
+                row[name] = mean_sd_cell(est[:, j].mean(), est[:, j].std(ddof=1))
+                row[f"{name} paper"] = mean_sd_cell(*published[j])
             paper_sd = np.array([np.nan if sd is None else sd for _, sd in published])
             scaled_sd = est.std(axis=0, ddof=1) * np.sqrt(budget.draws / PAPER_DRAWS)  # sd ∝ 1/√draws
-            row.update({"MSE": mse, "CT s": res.seconds, "MSE x CT": mse * res.seconds,
-                        "sd@50k / paper": float(np.median(scaled_sd / paper_sd)) if np.all(np.isfinite(paper_sd)) else np.nan})
+            row.update(
+                {
+                    "MSE": mse,
+                    "CT s": res.seconds,
+                    "MSE x CT": mse * res.seconds,
+                    "sd@50k / paper": float(np.median(scaled_sd / paper_sd))
+                    if np.all(np.isfinite(paper_sd))
+                    else np.nan,
+                }
+            )
             rows.append(row)
             if kind == "pe":
                 mse_ct.setdefault(scenario, {})[spec] = mse * res.seconds
-        truth_row = {"method": "Truth", **{n: f"{v:.3f}" for n, v in zip(MOMENT_NAMES, truth)}}
-        truth_row.update({f"{n} paper": _cell(*PUBLISHED_TABLE1[scenario]["Truth"][j]) for j, n in enumerate(MOMENT_NAMES)})
-        columns = ["method"] + [c for n in MOMENT_NAMES for c in (n, f"{n} paper")] + ["MSE", "CT s", "MSE x CT", "sd@50k / paper"]
-        table = format_table([truth_row] + rows, columns)
-        lines += [f"## Scenario ({scenario})", "", "```", table, "```", ""]
+        truth_row = {"method": "Truth", **{n: f"{v:.3f}" for n, v in zip(MOMENT_NAMES, truth, strict=False)}}
+        truth_row.update(
+            {f"{n} paper": mean_sd_cell(*PUBLISHED_TABLE1[scenario]["Truth"][j]) for j, n in enumerate(MOMENT_NAMES)}
+        )
+        tables[scenario] = [truth_row] + rows
         pe_label = "PE (N=5)" if "PE (N=5)" in results else next(k for k in results if k.startswith("PE"))
         fig3 = out / f"figure3_{scenario}.png"
-        _plot_draws(target, {"HMC": results["HMC"].draws[0], pe_label: results[pe_label].draws[0]}, fig3, f"scenario ({scenario}), one run")
-        lines += [f"Figure 3 ({scenario}): `{fig3.name}`.", ""]
+        _plot_draws(
+            target,
+            {"HMC": results["HMC"].draws[0], pe_label: results[pe_label].draws[0]},
+            fig3,
+            f"scenario ({scenario}), one run",
+        )
+        figures.append(fig3)
     fig4 = out / "figure4.png"
     _plot_mse_ct(mse_ct, fig4, "PE: MSE x CT against N (Figure 4)")
-    lines += [f"Figure 4: `{fig4.name}` (MSE x CT for PE against N).", "", _READINGS]
+    figures.append(fig4)
+    return {"budget": budget, "tables": tables, "estimates": estimates, "mse_ct": mse_ct, "figures": figures}
+
+
+def run_mixture(
+    *, out: Path, full: bool, seed: int, progress: bool, scenarios=("a", "b"), ns=None, budget: Budget | None = None
+) -> str:
+    """The report of :func:`mixture_experiment` (same parameters) as Markdown."""
+    result = mixture_experiment(
+        out=out, full=full, seed=seed, progress=progress, scenarios=scenarios, ns=ns, budget=budget
+    )
+    budget = result["budget"]
+    lines = [
+        "# Nemeth et al. (2022) §4.1: mixture of 20 bivariate Gaussians",
+        "",
+        f"Budget: {budget.chains} independent runs (chains) x {budget.draws} draws "
+        f"after {budget.warmup} warm-up per method"
+        + (" (the paper: 20 runs x 50,000)." if not full else " (the paper's)."),
+        "Cells: mean (sd) over runs; `paper` = the published Table 1 row. CT = warm-up + sampling seconds of the "
+        f"batch. `sd@50k / paper`: our sd over runs scaled to the paper's {PAPER_DRAWS:,} draws "
+        f"(× √(draws / {PAPER_DRAWS:,}), as for errors that shrink like 1/√draws), divided by the published sd; "
+        "median over the four moments.",
+        "",
+    ]
+    columns = (
+        ["method"]
+        + [c for n in MOMENT_NAMES for c in (n, f"{n} paper")]
+        + ["MSE", "CT s", "MSE x CT", "sd@50k / paper"]
+    )
+    for scenario, rows in result["tables"].items():
+        lines += [
+            f"## Scenario ({scenario})",
+            "",
+            fenced(format_table(rows, columns)),
+            "",
+            f"Figure 3 ({scenario}): `figure3_{scenario}.png`.",
+            "",
+        ]
+    lines += ["Figure 4: `figure4.png` (MSE x CT for PE against N).", "", _READINGS]
     return "\n".join(lines)
 
 
 def _plot_draws(target, draws_by_name: dict, path: Path, title: str) -> None:
     from gradmc.report import plot_draws_over_density
 
-    plot_draws_over_density(target.logdensity_fn, target.bounds, {k: np.asarray(v)[None] for k, v in draws_by_name.items()}, path, title=title)
+    plot_draws_over_density(
+        target.logdensity_fn,
+        target.bounds,
+        {k: np.asarray(v)[None] for k, v in draws_by_name.items()},
+        path,
+        title=title,
+    )
 
 
 def _plot_mse_ct(values: dict, path: Path, title: str) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for label, by_n in values.items():
         ns = sorted(by_n)
@@ -236,9 +378,7 @@ def _plot_mse_ct(values: dict, path: Path, title: str) -> None:
     ax.set_ylabel("MSE x CT")
     ax.legend()
     ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 _READINGS = (
@@ -251,8 +391,23 @@ _READINGS = (
 )
 
 
-@register_experiment("nemeth-mixture", "Nemeth et al. 2022 Table 1, Figs 3-4: RAM, EE, PT, HMC, PE on Kou's 20-mode mixtures")
+@register_experiment(
+    "nemeth-mixture", "Nemeth et al. 2022 Table 1, Figs 3-4: RAM, EE, PT, HMC, PE on Kou's 20-mode mixtures"
+)
 def nemeth_mixture(*, out: Path, full: bool, seed: int, progress: bool) -> str:
+    """``gradmc reproduce nemeth-mixture``: :func:`run_mixture`.
+
+    Parameters
+    ----------
+    out : Path
+        Output folder.
+    full : bool
+        The paper's budget.
+    seed : int
+        Seed.
+    progress : bool
+        Show progress bars.
+    """
     return run_mixture(out=Path(out), full=full, seed=seed, progress=progress)
 
 
@@ -269,12 +424,33 @@ def _rmse(res: RunResult, mean: np.ndarray, second: np.ndarray) -> tuple[np.ndar
 
 
 def run_ais_batch(target, budget: Budget, seed: int, *, num_temperatures: int, base_cov) -> RunResult:
+    """``budget.chains`` independent AIS runs of ``budget.draws`` particles each (HMC moves).
+
+    Parameters
+    ----------
+    target : Target
+        The target.
+    budget : Budget
+        Runs and particles per run (``draws``).
+    seed : int
+        Run ``r`` uses ``seed + r``.
+    num_temperatures : int
+        Length of the annealing ladder.
+    base_cov : array_like
+        Covariance of the Gaussian reference.
+    """
     draws, logw = [], []
     t0 = time.perf_counter()
-    for r in range(budget.runs):
+    for r in range(budget.chains):
         res = ais_module.ais(
-            target, jax.random.key(seed + r), num_particles=budget.draws, num_temperatures=num_temperatures,
-            reference_cov=base_cov, local="hmc", step_size=0.2, num_leapfrog_steps=5,
+            target,
+            jax.random.key(seed + r),
+            num_particles=budget.draws,
+            num_temperatures=num_temperatures,
+            reference_cov=base_cov,
+            local="hmc",
+            step_size=0.2,
+            num_leapfrog_steps=5,
         )
         draws.append(res.draws)
         logw.append(res.log_weights)
@@ -282,7 +458,23 @@ def run_ais_batch(target, budget: Budget, seed: int, *, num_temperatures: int, b
 
 
 def run_boltzmann(*, out: Path, full: bool, seed: int, progress: bool, budget: Budget | None = None, ns=None) -> str:
-    """Figures 5 (2-D projections), 6 (RMSE of moments) and 7 (MSE x CT against N)."""
+    """Figures 5 (2-D projections), 6 (RMSE of moments) and 7 (MSE x CT against N), as Markdown.
+
+    Parameters
+    ----------
+    out : Path
+        Output folder (the figures).
+    full : bool
+        The paper's budget.
+    seed : int
+        Method ``i`` runs with ``seed + 100 i``.
+    progress : bool
+        Show progress bars.
+    budget : Budget, optional
+        Overrides the runs, warm-up and draws.
+    ns : sequence of int, optional
+        PE's numbers of pseudo-samples for Figure 7.
+    """
     out.mkdir(parents=True, exist_ok=True)
     budget = budget or (Budget(10, 2000, 10_000) if full else Budget(5, 1000, 4000))
     ns = tuple(ns or ((2, 5, 10, 20) if full else (2, 5)))
@@ -295,25 +487,46 @@ def run_boltzmann(*, out: Path, full: bool, seed: int, progress: bool, budget: B
     q = target.metadata["Q"]
     base_cov = q.T @ q + np.eye(target.dim)  # moment match with s ~ uniform (E s = 0, Cov s = I)
     methods = {
-        "HMC": lambda s: run_sampler(target, recipe("nuts"), budget, s, progress),
+        "HMC": lambda s: run_sampler(target, make_sampler("nuts"), budget, s, progress),
         "PE (N=5)": lambda s: run_pe(target, 5, budget, s, progress, beta_bounds=(0.1, 0.9)),
         "AIS": lambda s: run_ais_batch(target, budget, s, num_temperatures=num_temps, base_cov=base_cov),
         "ST": lambda s: run_sampler(
-            target, recipe("simulated-tempering", num_temperatures=st_temps, beta_min=0.05,
-                           local="hmc", num_leapfrog_steps=10, step_size=0.3), budget, s, progress),
-        "GS (CT-HMC)": lambda s: run_sampler(target, recipe("ct-hmc", base_cov=base_cov), budget, s, progress),
+            target,
+            make_sampler(
+                "simulated-tempering",
+                num_temperatures=st_temps,
+                beta_min=0.05,
+                local="hmc",
+                num_leapfrog_steps=10,
+                step_size=0.3,
+            ),
+            budget,
+            s,
+            progress,
+        ),
+        "GS (CT-HMC)": lambda s: run_sampler(target, make_sampler("ct-hmc", base_cov=base_cov), budget, s, progress),
     }
     results, rows = {}, []
     for i, (label, run) in enumerate(methods.items()):
         res = run(seed + 100 * i)
         results[label] = res
         r1, r2 = _rmse(res, mean, second)
-        rows.append({"method": label, "RMSE E[x]": f"{r1.mean():.3g} ({r1.std(ddof=1):.2g})",
-                     "RMSE E[xx^T]": f"{r2.mean():.3g} ({r2.std(ddof=1):.2g})", "CT s": res.seconds})
+        rows.append(
+            {
+                "method": label,
+                "RMSE E[x]": mean_sd_cell(r1.mean(), r1.std(ddof=1), ".3g", ".2g"),
+                "RMSE E[xx^T]": mean_sd_cell(r2.mean(), r2.std(ddof=1), ".3g", ".2g"),
+                "CT s": res.seconds,
+            }
+        )
     # Figure 7: PE against N (N = 1 is NUTS on the target)
     mse_ct = {1: None}
     for n in ns:
-        res = results["PE (N=5)"] if n == 5 else run_pe(target, n, budget, seed + 1000 + n, progress, beta_bounds=(0.1, 0.9))
+        res = (
+            results["PE (N=5)"]
+            if n == 5
+            else run_pe(target, n, budget, seed + 1000 + n, progress, beta_bounds=(0.1, 0.9))
+        )
         r1, r2 = _rmse(res, mean, second)
         mse_ct[n] = float(np.mean(r1**2 + r2**2) / 2 * res.seconds)
     r1, r2 = _rmse(results["HMC"], mean, second)
@@ -334,62 +547,74 @@ def run_boltzmann(*, out: Path, full: bool, seed: int, progress: bool, budget: B
         "",
         f"The paper's system (d_b = 28). Our SDP optimum of min lambda_max(W + D) has rank {target.dim} "
         "(the paper's solver kept d = 27: three extra directions with eigenvalues of order 1e-7 to 1e-6 that add "
-        "unit-variance coordinates; solved to a 1e-10 tolerance, four eigenvalues fall below 3e-9, so 24 is the accurate "
-        "optimum's rank); tr D agrees to 2e-4 relative, and the Q-invariant reference values agree (tests/test_boltzmann.py).",
-        f"Budget: {budget.runs} runs x {budget.draws} draws after {budget.warmup} warm-up; AIS: {budget.draws} particles per run, "
-        f"{num_temps} temperatures; ST ladder {st_temps} temperatures (geometric down to beta = 0.05) "
-        "(the paper: 10 runs, last 10,000 iterations, 1,000 temperatures for ST and AIS).",
+        "unit-variance coordinates; solved to a 1e-10 tolerance, four eigenvalues fall below 3e-9, so 24 is the "
+        "accurate optimum's rank); tr D agrees to 2e-4 relative, and the Q-invariant reference values agree "
+        "(tests/targets/test_boltzmann.py).",
+        f"Budget: {budget.chains} runs x {budget.draws} draws after {budget.warmup} warm-up; AIS: {budget.draws} "
+        f"particles per run, {num_temps} temperatures; ST ladder {st_temps} temperatures "
+        "(geometric down to beta = 0.05) (the paper: 10 runs, last 10,000 iterations, 1,000 temperatures for ST "
+        "and AIS).",
         "Cells: mean (sd) over runs of the RMSE against the exact moments (enumeration of 2^28 states).",
         "The paper gives Figure 6 as a plot only (PE and ST best, HMC worst); compare the ranking.",
         "",
-        "```",
-        format_table(rows),
-        "```",
+        fenced(format_table(rows)),
         "",
         "MSE x CT against N (Figure 7): " + ", ".join(f"N={n}: {v:.3g}" for n, v in sorted(mse_ct.items())),
         "",
         f"Figures: `{fig5.name}` (2-D projection on the two leading principal axes of the exact covariance), "
         f"`{fig6.name}`, `{fig7.name}`.",
         "",
-        _READINGS + " AIS and ST use HMC local moves; CT-HMC's base is N(0, QᵀQ + I); ST and CT-HMC estimates are importance-weighted.",
+        _READINGS + " AIS and ST use HMC local moves; CT-HMC's base is N(0, QᵀQ + I); ST and CT-HMC estimates are "
+        "importance-weighted.",
     ]
     return "\n".join(lines)
 
 
 def _plot_projections(panels: dict, proj: np.ndarray, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     n = len(panels)
     fig, axes = plt.subplots(1, n, figsize=(3 * n, 3), squeeze=False)
     ref = panels["exact"] @ proj
     lo, hi = ref.min(0) - 1, ref.max(0) + 1
-    for ax, (name, x) in zip(axes[0], panels.items()):
+    for ax, (name, x) in zip(axes[0], panels.items(), strict=False):
         p = np.asarray(x) @ proj
         ax.scatter(p[:, 0], p[:, 1], s=1, alpha=0.4)
         ax.set_xlim(lo[0], hi[0])
         ax.set_ylim(lo[1], hi[1])
         ax.set_title(name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _plot_rmse(results: dict, mean, second, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    for j, (ax, title) in enumerate(zip(axes, ("first moment", "second moment"))):
-        for i, (name, res) in enumerate(results.items()):
+    for j, (ax, title) in enumerate(zip(axes, ("first moment", "second moment"), strict=False)):
+        for i, res in enumerate(results.values()):
             r = _rmse(res, mean, second)[j]
             ax.scatter(np.full(r.size, i), r, s=12)
         ax.set_xticks(range(len(results)), list(results), rotation=30)
         ax.set_yscale("log")
         ax.set_title(f"RMSE, {title}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
-@register_experiment("nemeth-boltzmann", "Nemeth et al. 2022 Figs 5-7: HMC, PE, AIS, ST, CT-HMC on the Boltzmann relaxation")
+@register_experiment(
+    "nemeth-boltzmann", "Nemeth et al. 2022 Figs 5-7: HMC, PE, AIS, ST, CT-HMC on the Boltzmann relaxation"
+)
 def nemeth_boltzmann(*, out: Path, full: bool, seed: int, progress: bool) -> str:
+    """``gradmc reproduce nemeth-boltzmann``: :func:`run_boltzmann`.
+
+    Parameters
+    ----------
+    out : Path
+        Output folder.
+    full : bool
+        The paper's budget.
+    seed : int
+        Seed.
+    progress : bool
+        Show progress bars.
+    """
     return run_boltzmann(out=Path(out), full=full, seed=seed, progress=progress)
 
 
@@ -397,61 +622,92 @@ def nemeth_boltzmann(*, out: Path, full: bool, seed: int, progress: bool) -> str
 
 
 def run_challenging(*, out: Path, full: bool, seed: int, progress: bool) -> str:
-    """Figure 8 (banana, flower: HMC vs PE N = 2) and Figures 1-2 (1-D bimodal)."""
+    """Figure 8 (banana, flower: HMC vs PE N = 2) and Figures 1-2 (1-D bimodal), as Markdown.
+
+    Parameters
+    ----------
+    out : Path
+        Output folder (the figures).
+    full : bool
+        The paper's budget.
+    seed : int
+        Seed.
+    progress : bool
+        Show progress bars.
+    """
     out.mkdir(parents=True, exist_ok=True)
     budget = Budget(4, 5000, 5000) if full else Budget(4, 1000, 2000)
     rows, lines = [], ["# Nemeth et al. (2022) §4.3 and §3.2: challenging targets and the 1-D illustration", ""]
     traces = {}
     for i, name in enumerate(("warped-gaussian", "flower")):
         target = make_target(name)
-        for label, run in (("HMC", lambda s: run_sampler(target, recipe("nuts"), budget, s, progress)),
-                           ("PE (N=2)", lambda s: run_pe(target, 2, budget, s, progress))):
+        for label, run in (
+            ("HMC", lambda s, target=target: run_sampler(target, make_sampler("nuts"), budget, s, progress)),
+            ("PE (N=2)", lambda s, target=target: run_pe(target, 2, budget, s, progress)),
+        ):
             res = run(seed + 10 * i)
             traces[(name, label)] = res
             m1, m2 = res.moments(lambda x: x), res.moments(lambda x: x**2)
             t1, t2 = target.truth.mean, target.truth.second_moment
-            rows.append({
-                "target": name, "method": label,
-                "E[x1]": _cell(m1[:, 0].mean(), m1[:, 0].std(ddof=1)), "E[x2]": _cell(m1[:, 1].mean(), m1[:, 1].std(ddof=1)),
-                "E[x1^2]": _cell(m2[:, 0].mean(), m2[:, 0].std(ddof=1)), "E[x2^2]": _cell(m2[:, 1].mean(), m2[:, 1].std(ddof=1)),
-                "truth": ", ".join(f"{v:.3g}" for v in np.concatenate([t1, t2])), "CT s": res.seconds,
-            })
+            rows.append(
+                {
+                    "target": name,
+                    "method": label,
+                    "E[x1]": mean_sd_cell(m1[:, 0].mean(), m1[:, 0].std(ddof=1)),
+                    "E[x2]": mean_sd_cell(m1[:, 1].mean(), m1[:, 1].std(ddof=1)),
+                    "E[x1^2]": mean_sd_cell(m2[:, 0].mean(), m2[:, 0].std(ddof=1)),
+                    "E[x2^2]": mean_sd_cell(m2[:, 1].mean(), m2[:, 1].std(ddof=1)),
+                    "truth": ", ".join(f"{v:.3g}" for v in np.concatenate([t1, t2])),
+                    "CT s": res.seconds,
+                }
+            )
         fig8 = out / f"figure8_{name}.png"
         _plot_trajectories(target, {k[1]: v.draws[0] for k, v in traces.items() if k[0] == name}, fig8)
-    lines += [f"Budget: {budget.runs} runs x {budget.draws} draws after {budget.warmup} warm-up "
-              "(the paper: 10,000 iterations, half burn-in).", "", "```", format_table(rows), "```", ""]
-    lines += ["Figure 8: `figure8_warped-gaussian.png`, `figure8_flower.png` (first run's trajectory over contours).", ""]
+    lines += [
+        f"Budget: {budget.chains} runs x {budget.draws} draws after {budget.warmup} warm-up "
+        "(the paper: 10,000 iterations, half burn-in).",
+        "",
+        fenced(format_table(rows)),
+        "",
+    ]
+    lines += [
+        "Figure 8: `figure8_warped-gaussian.png`, `figure8_flower.png` (first run's trajectory over contours).",
+        "",
+    ]
     lines.append(_bimodal_figures(out, seed, progress, full))
     return "\n".join(lines)
 
 
 def _plot_trajectories(target, draws_by_name: dict, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     (x0, x1), (y0, y1) = target.bounds
     gx, gy = np.meshgrid(np.linspace(x0, x1, 200), np.linspace(y0, y1, 200))
-    logp = np.asarray(jax.jit(jax.vmap(target.logdensity_fn))(jnp.stack([gx.ravel(), gy.ravel()], -1)), np.float64).reshape(gx.shape)
+    logp = np.asarray(
+        jax.jit(jax.vmap(target.logdensity_fn))(jnp.stack([gx.ravel(), gy.ravel()], -1)), np.float64
+    ).reshape(gx.shape)
     fig, axes = plt.subplots(1, len(draws_by_name), figsize=(4.5 * len(draws_by_name), 4), squeeze=False)
-    for ax, (name, d) in zip(axes[0], draws_by_name.items()):
+    for ax, (name, d) in zip(axes[0], draws_by_name.items(), strict=False):
         ax.contour(gx, gy, logp, levels=logp.max() - np.array([12.0, 8.0, 5.0, 3.0, 1.0]), colors="0.5", linewidths=0.7)
         ax.plot(d[:1000, 0], d[:1000, 1], "-", lw=0.4, color="tab:red", alpha=0.7)
         ax.set_title(f"{target.name}: {name}")
         ax.set_xlim(x0, x1)
         ax.set_ylim(y0, y1)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _bimodal_figures(out: Path, seed: int, progress: bool, full: bool) -> str:
     """§3.2: pi ∝ N(-1, 0.1) + N(1, 0.02); q = N(0, 2) for the N = 2 extended target."""
     target = make_target("bimodal-1d")
-    log_q = lambda x: jnp.sum(-0.25 * x**2 - 0.5 * jnp.log(4 * jnp.pi))
+
+    def log_q(x):
+        return jnp.sum(-0.25 * x**2 - 0.5 * jnp.log(4 * jnp.pi))
+
     ext = pseudo_extended(target, 2, proposal=log_q)
     draws = 10_000 if full else 4000
     plain = sample(target, "nuts", num_chains=1, num_warmup=1000, num_draws=draws, seed=seed, progress=progress)
     trace = sample(ext, "nuts", num_chains=1, num_warmup=1000, num_draws=draws, seed=seed, progress=progress)
     resampled = resample_extended(trace, ext, jax.random.key(seed))
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     xs = np.linspace(-2.5, 2.5, 400)
     dens = np.exp(np.asarray(jax.vmap(target.logdensity_fn)(jnp.asarray(xs[:, None], jnp.float32))))
@@ -459,21 +715,25 @@ def _bimodal_figures(out: Path, seed: int, progress: bool, full: bool) -> str:
     axes[0].set_title("Figure 1 (left): target")
     g = np.linspace(-2.5, 2.5, 150)
     gx, gy = np.meshgrid(g, g)
-    logp = np.asarray(jax.vmap(ext.logdensity_fn)(jnp.asarray(np.stack([gx.ravel(), gy.ravel()], -1), jnp.float32))).reshape(gx.shape)
+    logp = np.asarray(
+        jax.vmap(ext.logdensity_fn)(jnp.asarray(np.stack([gx.ravel(), gy.ravel()], -1), jnp.float32))
+    ).reshape(gx.shape)
     axes[1].contour(gx, gy, np.exp(logp), levels=12)
     axes[1].set_title("Figure 1 (right): extended target, N = 2")
-    fig.tight_layout()
-    fig.savefig(out / "figure1.png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, out / "figure1.png")
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    for ax, d, title in ((axes[0], plain.draws[0, :, 0], "HMC (NUTS) on the target"), (axes[1], resampled.draws[0, :, 0], "PE (N = 2), resampled")):
+    for ax, d, title in (
+        (axes[0], plain.draws[0, :, 0], "HMC (NUTS) on the target"),
+        (axes[1], resampled.draws[0, :, 0], "PE (N = 2), resampled"),
+    ):
         ax.hist(d, bins=80, density=True, alpha=0.6)
         ax.plot(xs, dens, "k", lw=1)
         ax.set_title(f"Figure 2: {title}")
-    fig.tight_layout()
-    fig.savefig(out / "figure2.png", dpi=110)
-    plt.close(fig)
-    frac = lambda d: float(np.mean(d > 0))
+    save_figure(fig, out / "figure2.png")
+
+    def frac(d):
+        return float(np.mean(d > 0))
+
     return (
         f"Figures 1–2 (`figure1.png`, `figure2.png`), {draws} draws each, q = N(0, 2): fraction of draws in the "
         f"right mode: HMC {frac(plain.draws[0, :, 0]):.3f}, PE {frac(resampled.draws[0, :, 0]):.3f} (truth 0.5; the "
@@ -481,6 +741,21 @@ def _bimodal_figures(out: Path, seed: int, progress: bool, full: bool) -> str:
     )
 
 
-@register_experiment("nemeth-challenging", "Nemeth et al. 2022 Fig 8 (banana, flower: HMC vs PE) and Figs 1-2 (1-D bimodal)")
+@register_experiment(
+    "nemeth-challenging", "Nemeth et al. 2022 Fig 8 (banana, flower: HMC vs PE) and Figs 1-2 (1-D bimodal)"
+)
 def nemeth_challenging(*, out: Path, full: bool, seed: int, progress: bool) -> str:
+    """``gradmc reproduce nemeth-challenging``: :func:`run_challenging`.
+
+    Parameters
+    ----------
+    out : Path
+        Output folder.
+    full : bool
+        The paper's budget.
+    seed : int
+        Seed.
+    progress : bool
+        Show progress bars.
+    """
     return run_challenging(out=Path(out), full=full, seed=seed, progress=progress)

@@ -1,0 +1,1 @@
+"""Learning model parameters with a sampler inside the loop (persistent contrastive divergence)."""

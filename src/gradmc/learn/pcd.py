@@ -10,10 +10,11 @@ writes them back, and takes an optimiser step on the contrastive loss
 
 whose gradient is −g of eq. 47 (Optax minimises; Adam by default, as in the paper).
 
-* :class:`Kernel` — any discrete kernel of :mod:`gradmc.discrete` (``init``, ``step`` and its
-  parameters, fixed or computed from θ, e.g. block Gibbs with the current J);
-  :func:`kernel` builds one by name. The kernel's hyperparameters stay fixed during
-  learning unless ``params`` is a function of θ.
+* :class:`PCDKernel` — any discrete kernel of :mod:`gradmc.discrete` (``init``, ``step`` and
+  its parameters, fixed or computed from θ, e.g. block Gibbs with the current J);
+  :func:`kernel` builds one by name, with the registered samplers' defaults
+  (:data:`gradmc.discrete.samplers.KERNELS`). The kernel's hyperparameters stay fixed
+  during learning unless ``params`` is a function of θ.
 * :class:`PCD` — the learner: ``init`` and one pure ``update`` (jitted once by :func:`fit`).
 * :func:`fit` — the loop over updates: progress bar, metrics/callback every ``every``
   updates, and a clear error naming the update at which a run diverged. ``num_runs``
@@ -31,19 +32,25 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from tqdm.auto import tqdm
 
+from gradmc import enumeration
+from gradmc.adapt.preconditioner import PAVGPreconditioner, make_preconditioner
+from gradmc.checks import check_positive_param, check_radius
+from gradmc.discrete import gibbs, samplers
 from gradmc.random import bits
 from gradmc.spaces import DiscreteSpace
 
 __all__ = [
-    "Kernel",
+    "PCDKernel",
     "kernel",
     "PCD",
     "PCDState",
@@ -59,12 +66,20 @@ __all__ = [
 ]
 
 
-class Kernel(NamedTuple):
-    """A discrete MCMC kernel for PCD.
+class PCDKernel(NamedTuple):
+    """A discrete MCMC kernel as PCD drives it: the target's log density changes with θ at
+    every update, so it is passed at each call.
 
-    ``init(position, logdensity_fn) -> state``; ``step(key, state, logdensity_fn, space,
-    **params) -> (state, info)`` with ``info.acceptance_rate`` and ``info.nonfinite``;
-    ``params`` a dict, or a function θ -> dict (recomputed at every update, inside jit).
+    Parameters
+    ----------
+    init : callable
+        ``init(position, logdensity_fn) -> state``.
+    step : callable
+        ``step(key, state, logdensity_fn, space, **params) -> (state, info)`` with
+        ``info.acceptance_rate`` and ``info.nonfinite``.
+    params : dict or callable, optional
+        The kernel's parameters, or a function θ -> dict (recomputed at every update,
+        inside jit).
     """
 
     init: Callable
@@ -72,52 +87,62 @@ class Kernel(NamedTuple):
     params: Any = None
 
     def params_at(self, theta) -> dict:
+        """The kernel's parameters at the model parameters ``theta``.
+
+        Parameters
+        ----------
+        theta : pytree
+            The model's current parameters θ.
+        """
         if callable(self.params):
             return self.params(theta)
         return dict(self.params or {})
 
 
-def kernel(name: str, **options) -> Kernel:
-    """The :class:`Kernel` of a registered discrete sampler.
+def kernel(name: str, **options) -> PCDKernel:
+    """The :class:`PCDKernel` of a registered discrete sampler of
+    :data:`gradmc.discrete.samplers.KERNELS`, with its kernel options; the defaults are the
+    registered sampler's (:func:`gradmc.discrete.samplers.defaults`).
 
     ``"ncg"``, ``"avg"`` (``step_size``); ``"pavg"`` (``step_size``, ``M``: a matrix, or a
     function θ -> matrix); ``"block-gibbs"`` (``M`` as for PAVG, ``step_size``; exact only
-    for quadratic f with Hessian M); ``"gwg"``; ``"gibbs"`` (random scan: one coordinate per
-    step; a systematic scan would restart at coordinate 0 every update); ``"mh-uniform"``
-    (``radius``). Step sizes default to the paper's Ising values.
+    for quadratic f with Hessian M); ``"gwg"``; ``"ordinal-gwg"``, ``"mh-uniform"``,
+    ``"lattice-metropolis"`` (``radius``); ``"gibbs"`` (random scan only: the chains are
+    re-initialised every update, so a systematic scan would restart at coordinate 0).
+
+    Parameters
+    ----------
+    name : str
+        The sampler's registered name.
+    **options
+        Its kernel options (:func:`gradmc.discrete.samplers.kernel_options`).
     """
-    from gradmc.adapt.preconditioner import make_preconditioner
-    from gradmc.discrete import avg, block_gibbs, gibbs, gwg, ncg, pavg, uniform
-    from gradmc.discrete.proposal_mh import check_positive_param, check_radius
-
-    def take(allowed: dict) -> dict:
-        unknown = sorted(set(options) - set(allowed))
-        if unknown:
-            raise ValueError(f"PCD kernel {name!r} has no option(s) {unknown}; its options are {sorted(allowed)}")
-        return {**allowed, **options}
-
-    if name in ("ncg", "avg"):
-        module = ncg if name == "ncg" else avg
-        opts = take({"step_size": 0.5 if name == "ncg" else 0.2})
-        return Kernel(module.init, module.build_kernel(), {"step_size": check_positive_param(f"{name} step size", opts["step_size"])})
-    if name in ("pavg", "block-gibbs"):
-        module = pavg if name == "pavg" else block_gibbs
-        opts = take({"step_size": 0.2, "M": None})
+    opts = samplers.kernel_options(name, **options)
+    module = samplers.KERNELS[name].module
+    if "M" in opts:  # pavg, block-gibbs
         step_size = check_positive_param(f"{name} step size", opts["step_size"])
         M = opts["M"]
         if M is None:
             raise ValueError(f"PCD kernel {name!r} needs M= (a matrix, or a function of the parameters returning one)")
         if callable(M):
-            return Kernel(module.init, module.build_kernel(), lambda theta: {"precond": cholesky_preconditioner(M(theta), step_size)})
-        return Kernel(module.init, module.build_kernel(), {"precond": make_preconditioner(np.asarray(M), step_size)})
-    if name in ("gwg", "mh-uniform"):
-        module = gwg if name == "gwg" else uniform
-        opts = take({"radius": 1})
-        return Kernel(module.init, module.build_kernel(), {"radius": check_radius(opts["radius"])})
-    if name == "gibbs":
-        take({})
-        return Kernel(gibbs.init, gibbs.build_kernel("random"), {})
-    raise ValueError(f"unknown PCD kernel {name!r}; valid: ncg, avg, pavg, block-gibbs, gwg, gibbs, mh-uniform")
+            return PCDKernel(
+                module.init,
+                module.build_kernel(),
+                lambda theta: {"precond": cholesky_preconditioner(M(theta), step_size)},
+            )
+        return PCDKernel(module.init, module.build_kernel(), {"precond": make_preconditioner(np.asarray(M), step_size)})
+    if module is gibbs:
+        if opts["scan"] != "random":
+            raise ValueError(
+                f"PCD re-initialises its chains every update: gibbs needs scan='random', got {opts['scan']!r}"
+            )
+        return PCDKernel(gibbs.init, gibbs.build_kernel("random"), {})
+    params = {}
+    if "step_size" in opts:
+        params["step_size"] = check_positive_param(f"{name} step size", opts["step_size"])
+    if "radius" in opts:
+        params["radius"] = check_radius(opts["radius"])
+    return PCDKernel(module.init, module.build_kernel(), params)
 
 
 def smallest_eigenvalue_bound(M, num_iterations: int = 100):
@@ -125,7 +150,15 @@ def smallest_eigenvalue_bound(M, num_iterations: int = 100):
     c·I − M (c the Gershgorin bound of the spectral radius) from a fixed start, minus a
     margin of 5% of c. If it is still above λ_min, M + d_ε I is not positive definite, its
     Cholesky factor is NaN and the kernel rejects (and flags) every proposal: never wrong
-    samples, only lost moves."""
+    samples, only moves that are never made.
+
+    Parameters
+    ----------
+    M : jax.Array
+        A symmetric (n, n) matrix.
+    num_iterations : int
+        Power iterations.
+    """
     c = jnp.max(jnp.sum(jnp.abs(M), axis=1))
     A = c * jnp.eye(M.shape[0], dtype=M.dtype) - M
 
@@ -147,13 +180,18 @@ def cholesky_preconditioner(M, step_size):
     root as a row-vector product ``n @ root`` (= root n only for a symmetric root), so the
     root stored is Lᵀ: ``n @ Lᵀ = L n`` has covariance L Lᵀ = M_ε (storing L itself would
     give Lᵀ n, covariance LᵀL ≠ M_ε: a biased sampler).
-    """
-    from gradmc.adapt.preconditioner import Preconditioner
 
+    Parameters
+    ----------
+    M : jax.Array
+        A symmetric (n, n) matrix (symmetrised again here).
+    step_size : float or jax.Array
+        ε > 0.
+    """
     M = 0.5 * (M + M.T)
     d_eps = jnp.maximum(0.0, -smallest_eigenvalue_bound(M)) + 2.0 / step_size
     root = jnp.linalg.cholesky(M + d_eps * jnp.eye(M.shape[0], dtype=M.dtype))
-    return Preconditioner(M.astype(jnp.float32), root.T.astype(jnp.float32), jnp.asarray(d_eps, jnp.float32))
+    return PAVGPreconditioner(M.astype(jnp.float32), root.T.astype(jnp.float32), jnp.asarray(d_eps, jnp.float32))
 
 
 def random_subset(key, n: int, k: int) -> jax.Array:
@@ -162,7 +200,17 @@ def random_subset(key, n: int, k: int) -> jax.Array:
     r ~ U{0, …, j} and take r, or j if r was taken: k random words and k short steps instead
     of n uniforms and a top-k (at n = 5000, k = 50: 6–10% more updates per second in
     ``benchmarks/pcd_throughput.py``). r = word mod (j + 1) with 32-bit words, so each
-    probability is within a relative (j + 1)/2³² of exact."""
+    probability is within a relative (j + 1)/2³² of exact.
+
+    Parameters
+    ----------
+    key : jax.Array
+        Key of the k random words.
+    n : int
+        The size of the set, n < 2³².
+    k : int
+        The size of the subset, 0 ≤ k ≤ n.
+    """
     if not 0 <= k <= n < 2**32:
         raise ValueError(f"random_subset needs 0 <= k <= n < 2^32, got n={n}, k={k}")
     top = jnp.arange(n - k, n, dtype=jnp.uint32)
@@ -175,6 +223,10 @@ def random_subset(key, n: int, k: int) -> jax.Array:
 
 
 class PCDState(NamedTuple):
+    """The learner's state: θ, the optimiser's state, the buffer of persistent chains, the
+    key, the number of updates done and the first diverged update (0 if none).
+    """
+
     params: Any
     opt_state: Any
     buffer: jax.Array  # (buffer_size, *event_shape) persistent chains
@@ -184,6 +236,10 @@ class PCDState(NamedTuple):
 
 
 class PCDInfo(NamedTuple):
+    """One update's report: the contrastive loss before the step, the gradient norm, and the
+    kernel's mean acceptance and fraction of non-finite proposals.
+    """
+
     loss: jax.Array  # contrastive loss L(θ) before the step
     grad_norm: jax.Array
     acceptance_rate: jax.Array  # mean over the minibatch and the K steps
@@ -204,14 +260,29 @@ def _check_int(name: str, value, minimum: int) -> int:
 class PCD:
     """Algorithm L.6 for ``logdensity_fn(θ, s) = f(s; θ)`` on a discrete ``space``.
 
-    ``num_steps`` K >= 1 kernel steps per update; minibatches of ``batch_size`` chains from
-    a buffer of ``buffer_size`` and ``batch_size`` data points; ``optimizer`` any Optax
-    gradient transformation (default ``optax.adam(3e-4)``); ``regulariser`` h(θ) or None.
+    Parameters
+    ----------
+    logdensity_fn : callable
+        ``logdensity_fn(θ, s) -> f(s; θ)``.
+    space : gradmc.spaces.DiscreteSpace
+        The model's space.
+    kernel : PCDKernel
+        The MCMC kernel that moves the chains (:func:`kernel`).
+    num_steps : int
+        K ≥ 1 kernel steps per update.
+    batch_size : int
+        Chains drawn from the buffer, and data points, per update.
+    buffer_size : int
+        Persistent chains in the buffer (≥ ``batch_size``).
+    optimizer : optax.GradientTransformation, optional
+        Default ``optax.adam(3e-4)``.
+    regulariser : callable, optional
+        h(θ), added to the loss.
     """
 
     logdensity_fn: Callable
     space: DiscreteSpace
-    kernel: Kernel
+    kernel: PCDKernel
     num_steps: int
     batch_size: int = 50
     buffer_size: int = 5000
@@ -226,34 +297,65 @@ class PCD:
         _check_int("buffer_size", self.buffer_size, 1)
         if self.buffer_size < self.batch_size:
             raise ValueError(f"buffer_size ({self.buffer_size}) must be >= batch_size ({self.batch_size})")
-        if not isinstance(self.kernel, Kernel):
-            raise ValueError("kernel must be a gradmc.learn.pcd.Kernel (see gradmc.learn.pcd.kernel(name, ...))")
+        if not isinstance(self.kernel, PCDKernel):
+            raise ValueError("kernel must be a gradmc.learn.pcd.PCDKernel (see gradmc.learn.pcd.kernel(name, ...))")
 
     @property
     def tx(self):
+        """The optimiser (``optax.adam(3e-4)`` unless given)."""
         return self.optimizer if self.optimizer is not None else optax.adam(3e-4)
 
     def init(self, key, params, buffer=None) -> PCDState:
-        """State with a buffer of uniform random states (Bernoulli(0.5) spins), or ``buffer``."""
+        """State with a buffer of uniform random states (Bernoulli(0.5) spins), or ``buffer``.
+
+        Parameters
+        ----------
+        key : jax.Array
+            The learner's key.
+        params : pytree
+            The initial θ (copied).
+        buffer : array_like, optional
+            The initial chains, (buffer_size, *event_shape).
+        """
         key, key_buffer = jax.random.split(key)
         if buffer is None:
             buffer = jax.vmap(self.space.sample_uniform)(jax.random.split(key_buffer, self.buffer_size))
         buffer = jnp.asarray(buffer, jnp.float32)
         if buffer.shape != (self.buffer_size,) + self.space.event_shape:
-            raise ValueError(f"buffer must have shape {(self.buffer_size,) + self.space.event_shape}, got {buffer.shape}")
-        params = jax.tree.map(lambda x: jnp.array(x, copy=True), params)  # fit donates the state: never the caller's arrays
+            shape = (self.buffer_size,) + self.space.event_shape
+            raise ValueError(f"buffer must have shape {shape}, got {buffer.shape}")
+        # fit donates the state: never the caller's arrays
+        params = jax.tree.map(lambda x: jnp.array(x, copy=True), params)
         buffer = jnp.array(buffer, copy=True)
         return PCDState(params, self.tx.init(params), buffer, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
 
     def contrastive_loss(self, params, negatives, positives):
-        """L(θ) = mean f(negatives; θ) − mean f(positives; θ) + h(θ) (minus eq. 47's objective)."""
+        """L(θ) = mean f(negatives; θ) − mean f(positives; θ) + h(θ) (minus eq. 47's objective).
+
+        Parameters
+        ----------
+        params : pytree
+            θ.
+        negatives : jax.Array
+            The chains' positions, (batch, *event).
+        positives : jax.Array
+            A data minibatch, (batch, *event).
+        """
         f = jax.vmap(lambda s: self.logdensity_fn(params, s))
         loss = jnp.mean(f(negatives)) - jnp.mean(f(positives))
         return loss + (self.regulariser(params) if self.regulariser is not None else 0.0)
 
     def update(self, state: PCDState, data) -> tuple[PCDState, PCDInfo]:
         """One update of Algorithm L.6 (pure; :func:`fit` jits it). A non-finite loss or
-        gradient leaves θ unchanged and records the update in ``diverged_at``."""
+        gradient leaves θ unchanged and records the update in ``diverged_at``.
+
+        Parameters
+        ----------
+        state : PCDState
+            The learner's state.
+        data : jax.Array
+            The data set, (n, *event).
+        """
         key, key_buffer, key_mcmc, key_data = jax.random.split(state.key, 4)
         index = random_subset(key_buffer, self.buffer_size, self.batch_size)
         theta = state.params
@@ -273,7 +375,8 @@ class PCD:
         loss, grads = jax.value_and_grad(self.contrastive_loss)(theta, negatives, positives)
         updates, opt_state = self.tx.update(grads, state.opt_state, theta)
         new_theta = optax.apply_updates(theta, updates)
-        finite = jnp.isfinite(loss) & jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves((grads, new_theta))]))
+        leaves = jax.tree.leaves((grads, new_theta))
+        finite = jnp.isfinite(loss) & jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in leaves]))
         keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(finite, n, o), new, old)  # noqa: E731
         number = state.update + 1
         new_state = PCDState(
@@ -288,6 +391,10 @@ class PCD:
 
 
 class PCDResult(NamedTuple):
+    """What :func:`fit` returns: θ, the buffer, the history of checkpoints, the final state
+    and the wall time of the loop.
+    """
+
     params: Any
     buffer: np.ndarray
     history: list  # one dict per checkpoint: update, loss, acceptance, and the callback's metrics
@@ -296,11 +403,20 @@ class PCDResult(NamedTuple):
 
 
 def check_data(data, space: DiscreteSpace) -> jax.Array:
-    """The data set as a float32 array ``(n, *event_shape)``, after checking it lies in ``space``."""
+    """The data set as a float32 array ``(n, *event_shape)``, after checking it lies in ``space``.
+
+    Parameters
+    ----------
+    data : array_like
+        The data set, (n, *event_shape).
+    space : gradmc.spaces.DiscreteSpace
+        The model's space.
+    """
     arr = np.asarray(data)
     if arr.ndim != 1 + len(space.event_shape) or arr.shape[1:] != space.event_shape:
         raise ValueError(
-            f"data set has shape {arr.shape}; the model's space {space} needs (n, {', '.join(map(str, space.event_shape))})"
+            f"data set has shape {arr.shape}; the model's space {space} needs "
+            f"(n, {', '.join(map(str, space.event_shape))})"
             " (mismatched dimensions between data and model)"
         )
     if arr.shape[0] < 1:
@@ -324,8 +440,6 @@ def _check_model(pcd: PCD, params, point, num_runs: int | None) -> None:
 
 
 def _progress_bar(total: int, enabled: bool, desc: str):
-    from tqdm.auto import tqdm
-
     quiet = not enabled or os.environ.get("CI") or not sys.stderr.isatty()
     return tqdm(total=total, desc=desc, disable=bool(quiet), leave=False, unit="update")
 
@@ -349,8 +463,32 @@ def fit(
     Every ``every`` updates (and after the last) the host checks for divergence — raising
     :class:`DivergenceError` naming the first non-finite update — and records the loss,
     the acceptance rate and ``callback(update, state) -> dict`` in the history.
-    ``num_runs``: independent runs vmapped through one jitted update; ``params`` (and
-    ``buffer``) then carry a leading run axis, and each run has its own key.
+
+    Parameters
+    ----------
+    pcd : PCD
+        The learner.
+    params : pytree
+        The initial θ (with a leading run axis when ``num_runs`` is given).
+    data : array_like
+        The data set, (n, *event_shape).
+    key : jax.Array
+        The learner's key (split per run).
+    num_updates : int
+        Updates to run.
+    callback : callable, optional
+        ``callback(update, state) -> dict`` of metrics recorded at each checkpoint.
+    every : int
+        Updates between checkpoints.
+    progress : bool
+        Show a progress bar (only on a terminal, never under CI).
+    buffer : array_like, optional
+        The initial chains (with a leading run axis when ``num_runs`` is given).
+    num_runs : int, optional
+        Independent runs vmapped through one jitted update; ``params`` (and ``buffer``)
+        then carry a leading run axis, and each run has its own key.
+    desc : str
+        The progress bar's label.
     """
     num_updates = _check_int("num_updates", num_updates, 1)
     every = _check_int("every", every, 1)
@@ -404,13 +542,22 @@ def exact_negative_log_likelihood(logdensity_fn: Callable, space: DiscreteSpace,
 
     Its gradient is the exact-expectation version of eq. 50 (what PCD estimates); for
     checking PCD on models small enough to enumerate (``space.size`` up to ~2^16).
-    """
-    from gradmc.targets.enumerate import num_states, positions, value_indices
 
-    total = num_states(space)
+    Parameters
+    ----------
+    logdensity_fn : callable
+        ``logdensity_fn(θ, s) -> f(s; θ)``.
+    space : gradmc.spaces.DiscreteSpace
+        The model's space (at most 2^16 states).
+    data : array_like
+        The data set, (n, *event_shape).
+    regulariser : callable, optional
+        h(θ).
+    """
+    total = enumeration.num_states(space)
     if total > 2**16:
         raise ValueError(f"{space} has {total} states; exact likelihood is limited to 2^16")
-    states = positions(space, value_indices(space, 0, total))
+    states = enumeration.positions(space, enumeration.value_indices(space, 0, total))
     data = check_data(data, space).astype(states.dtype)
 
     def nll(theta):

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.base import Target, Truth
-from gradmc.linalg import check_square
+from gradmc.checks import check_square
 from gradmc.registry import register_target
 from gradmc.spaces import Real
 
@@ -56,6 +56,15 @@ class BoltzmannSystem:
     """W (symmetric, zero diagonal) and b of a Boltzmann machine, checked."""
 
     def __init__(self, weights, biases):
+        """Check and keep ``weights`` and ``biases``.
+
+        Parameters
+        ----------
+        weights : array_like
+            W, (d_b, d_b), symmetric with a zero diagonal.
+        biases : array_like
+            b, (d_b,).
+        """
         w = check_square(weights, "Boltzmann weights W")
         b = np.asarray(biases, np.float64)
         if b.shape != (w.shape[0],) or not np.all(np.isfinite(b)):
@@ -68,18 +77,23 @@ class BoltzmannSystem:
 
     @property
     def num_units(self) -> int:
+        """The number d_b of units."""
         return self.biases.size
 
     def digest(self) -> str:
+        """A short hash of W and b (names cached results of this system)."""
         return hashlib.sha256(self.weights.tobytes() + self.biases.tobytes()).hexdigest()[:16]
 
 
-def generate_system(num_units: int, seed: int = 201702, lambda1: float = 6.0, lambda2: float = 2.0, bias_sd: float = 0.1) -> BoltzmannSystem:
+def generate_system(
+    num_units: int, seed: int = 201702, lambda1: float = 6.0, lambda2: float = 2.0, bias_sd: float = 0.1
+) -> BoltzmannSystem:
     """Graham & Storkey's procedure: with ``np.random.RandomState(seed)`` draw, in order, a
     random orthogonal R (Stewart 1980, via ``scipy.stats.ortho_group``), eigenvalues
     e_i = λ1 tanh(λ2 η_i), η ~ N(0, 1), and b ~ N(0, bias_sd²); W = R diag(e) Rᵀ with the
     diagonal set to 0. (This does not reproduce the paper's W bit for bit: their random
-    orthogonal routine differs; the paper's system is vendored instead.)"""
+    orthogonal routine differs; the paper's system is vendored instead.)
+    """
     from scipy.stats import ortho_group
 
     if int(num_units) < 2 or float(num_units) != int(num_units):
@@ -109,7 +123,11 @@ def reference_values() -> dict:
     """The authors' reference ``expc_x``, ``covar_x`` (for *their* Q) and ``log_norm_const_x``."""
     with _data_file().open("rb") as f:
         data = np.load(f)
-        return {"expc_x": data["ref_expc_x"], "covar_x": data["ref_covar_x"], "log_norm_const_x": float(data["ref_log_norm_const_x"])}
+        return {
+            "expc_x": data["ref_expc_x"],
+            "covar_x": data["ref_covar_x"],
+            "log_norm_const_x": float(data["ref_log_norm_const_x"]),
+        }
 
 
 def min_max_eigenvalue_diagonal(weights) -> np.ndarray:
@@ -141,9 +159,10 @@ def _cache_dir() -> Path:
 
 @lru_cache(maxsize=8)
 def _chunk_fns(num_units: int, chunk_bits: int):
-    """jit functions of a chunk index c (states c * 2^chunk_bits + 0 .. 2^chunk_bits - 1):
+    """Jit functions of a chunk index c (states c * 2^chunk_bits + 0 .. 2^chunk_bits - 1):
     ``states(c)``, ``energies(c, W, b)`` and ``sums(c, W, b)`` = (max energy m, Σ e^{E-m},
-    Σ e^{E-m} s, Σ e^{E-m} s sᵀ)."""
+    Σ e^{E-m} s, Σ e^{E-m} s sᵀ).
+    """
     low = jnp.arange(2**chunk_bits, dtype=jnp.uint32)
     shifts = jnp.arange(num_units, dtype=jnp.uint32)
 
@@ -165,7 +184,9 @@ def _chunk_fns(num_units: int, chunk_bits: int):
     return jax.jit(states), jax.jit(energies), jax.jit(sums)
 
 
-def enumerate_moments(system: BoltzmannSystem, *, chunk_bits: int = 18, progress: bool = True, cache: bool = True) -> dict:
+def enumerate_moments(
+    system: BoltzmannSystem, *, chunk_bits: int = 18, progress: bool = True, cache: bool = True
+) -> dict:
     """Exact ``log_z_b``, ``mean_s`` = E[s], ``cov_s`` = Cov[s] by enumerating 2^{d_b} states.
 
     Chunks of 2^chunk_bits states are summed in JAX (float32, shifted by the chunk's
@@ -183,10 +204,20 @@ def enumerate_moments(system: BoltzmannSystem, *, chunk_bits: int = 18, progress
     sums = _chunk_fns(n, bits)[2]
     w, b = jnp.asarray(system.weights, jnp.float32), jnp.asarray(system.biases, jnp.float32)
     num_chunks = 2 ** (n - bits)
-    tops, z, s1, s2 = np.empty(num_chunks), np.empty(num_chunks), np.empty((num_chunks, n)), np.empty((num_chunks, n, n))
+    tops, z, s1, s2 = (
+        np.empty(num_chunks),
+        np.empty(num_chunks),
+        np.empty((num_chunks, n)),
+        np.empty((num_chunks, n, n)),
+    )
     from tqdm.auto import tqdm
 
-    for c in tqdm(range(num_chunks), desc=f"enumerating 2^{n} Boltzmann states", disable=not progress or num_chunks < 4, leave=False):
+    for c in tqdm(
+        range(num_chunks),
+        desc=f"enumerating 2^{n} Boltzmann states",
+        disable=not progress or num_chunks < 4,
+        leave=False,
+    ):
         out = sums(jnp.asarray(c, jnp.uint32), w, b)
         tops[c], z[c], s1[c], s2[c] = (np.asarray(o, np.float64) for o in out)
     scale = np.exp(tops - tops.max())
@@ -211,7 +242,8 @@ def enumerate_moments(system: BoltzmannSystem, *, chunk_bits: int = 18, progress
 
 def sample_states(system: BoltzmannSystem, key, n: int, *, progress: bool = True) -> np.ndarray:
     """``n`` exact draws of s ~ P(s), shape (n, d_b): a chunk by its enumerated mass, then a
-    state within the chunk (only the chunks drawn are recomputed)."""
+    state within the chunk (only the chunks drawn are recomputed).
+    """
     m = enumerate_moments(system, progress=progress)
     bits = int(m["chunk_bits"])
     states, energies = _chunk_fns(system.num_units, bits)[:2]
@@ -236,6 +268,17 @@ class LazyTruth(Truth):
     """A :class:`Truth` whose moments come from a function run on first access."""
 
     def __init__(self, compute, source: str, sample=None):
+        """Defer ``compute`` until ``mean`` or ``cov`` is read.
+
+        Parameters
+        ----------
+        compute : callable
+            Returns ``{"mean": ..., "cov": ...}``; run once.
+        source : str
+            How the truth is obtained.
+        sample : callable, optional
+            ``sample(key, n)``: exact draws.
+        """
         for name, value in (("var", None), ("marginals", None), ("sample", sample), ("source", source)):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_compute", compute)
@@ -252,13 +295,17 @@ class LazyTruth(Truth):
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
+        """Name the source and whether the moments are computed yet."""
         return f"LazyTruth(source={self.source!r}, computed={self._values is not None})"
 
 
-def boltzmann_relaxation(system: BoltzmannSystem, name: str = "boltzmann", *, eig_tol: float = 1e-6, progress: bool = True) -> Target:
+def boltzmann_relaxation(
+    system: BoltzmannSystem, name: str = "boltzmann", *, eig_tol: float = 1e-6, progress: bool = True
+) -> Target:
     """The relaxation target of ``system`` (module docstring); ``metadata`` holds W, b, D, Q,
     the eigenvalues kept, ``moments()`` (the enumeration, including log Z of x) and
-    ``sample_exact(key, n)`` (exact s by enumeration, then x ~ N(Qᵀs, I))."""
+    ``sample_exact(key, n)`` (exact s by enumeration, then x ~ N(Qᵀs, I)).
+    """
     w, b = system.weights, system.biases
     diag = min_max_eigenvalue_diagonal(w)
     evals, evecs = np.linalg.eigh(w + np.diag(diag))
@@ -295,15 +342,26 @@ def boltzmann_relaxation(system: BoltzmannSystem, name: str = "boltzmann", *, ei
         space=Real(d),
         description=f"Boltzmann machine relaxation, d_b = {d_b}, d = {d} (Nemeth et al. 2022 §4.2, App. C)",
         truth=truth,
-        metadata={"weights": w, "biases": b, "D": diag, "Q": q, "eigenvalues": evals[keep], "moments": moments, "sample_exact": sample_exact},
+        metadata={
+            "weights": w,
+            "biases": b,
+            "D": diag,
+            "Q": q,
+            "eigenvalues": evals[keep],
+            "moments": moments,
+            "sample_exact": sample_exact,
+        },
     )
 
 
-@register_target("boltzmann", "Boltzmann machine relaxation (Nemeth §4.2): the paper's d_b = 28 system or a generated one")
+@register_target(
+    "boltzmann", "Boltzmann machine relaxation (Nemeth §4.2): the paper's d_b = 28 system or a generated one"
+)
 def boltzmann(num_units: int | None = None, seed: int = 201702, progress: bool = True) -> Target:
     """``num_units=None``: the paper's vendored system (d_b = 28, d = 27; its truth enumerates
     2^28 states on first use, then is cached). Otherwise a system generated by
-    :func:`generate_system` (e.g. ``num_units=12`` for tests: instant truth)."""
+    :func:`generate_system` (e.g. ``num_units=12`` for tests: instant truth).
+    """
     if num_units is None:
         return boltzmann_relaxation(paper_system(), "boltzmann", progress=progress)
     system = generate_system(num_units, seed)

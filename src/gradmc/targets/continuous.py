@@ -19,7 +19,7 @@ Registered targets (``gradmc.registry.target(name, **options)``):
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 import jax
@@ -41,12 +41,13 @@ def _gaussian_bounds(mean: np.ndarray, cov: np.ndarray, width: float = 4.0):
     if mean.shape != (2,):
         return None
     sd = np.sqrt(np.diag(cov))
-    return tuple((float(m - width * s), float(m + width * s)) for m, s in zip(mean, sd))
+    return tuple((float(m - width * s), float(m + width * s)) for m, s in zip(mean, sd, strict=False))
 
 
 def _half_quadratic_form(precision: np.ndarray):
-    """v -> v^T P v / 2 with a JVP that reuses g = P v: value and gradient cost one
-    mat-vec (plain autodiff would need two); higher derivatives still work (Hessian P)."""
+    """V -> v^T P v / 2 with a JVP that reuses g = P v: value and gradient cost one
+    mat-vec (plain autodiff would need two); higher derivatives still work (Hessian P).
+    """
     prec = jnp.asarray((precision + precision.T) / 2, jnp.float32)
 
     @jax.custom_jvp
@@ -134,6 +135,13 @@ def gaussian(
     "gaussian-2d-corr", "2-D Gaussian, unit variances, correlation 0.99 (Titsias & Dellaportas 2019, Fig. 1)"
 )
 def gaussian_2d_corr(rho: float = 0.99) -> Target:
+    """The 2-D correlated Gaussian of Titsias & Dellaportas 2019, Fig. 1.
+
+    Parameters
+    ----------
+    rho : float
+        The correlation, in (-1, 1).
+    """
     if not -1.0 < float(rho) < 1.0:
         raise ValueError(f"rho must lie in (-1, 1), got {rho}")
     return gaussian(
@@ -146,6 +154,7 @@ def gaussian_2d_corr(rho: float = 0.99) -> Target:
 
 @register_target("neal-100", "Neal's 100-D Gaussian N(0, diag(s^2)), s = 0.01, 0.02, ..., 1.00")
 def neal_100() -> Target:
+    """Neal's 100-D Gaussian N(0, diag(s²)), s = 0.01, 0.02, ..., 1.00."""
     sd = np.arange(1, 101) / 100.0
     return gaussian(
         np.zeros(100),
@@ -161,8 +170,20 @@ def neal_100() -> Target:
     "(0.16 read as the squared length scale)",
 )
 def gp_51(num_points: int = 51, length_scale_sq: float = 0.16, nugget: float = 0.01) -> Target:
-    """Titsias & Dellaportas 2019, Fig. 1 (right): the kernel's scale symbol was lost in the
-    text; 0.16 is read as the squared length scale (length scale 0.4)."""
+    """The 51-D Gaussian process target of Titsias & Dellaportas 2019, Fig. 1 (right).
+
+    The paper's text does not show the kernel's scale symbol; 0.16 is read as the squared
+    length scale (length scale 0.4).
+
+    Parameters
+    ----------
+    num_points : int
+        Grid points on [0, 4] (the dimension).
+    length_scale_sq : float
+        Squared length scale of the kernel exp(-(t_i - t_j)^2 / (2 length_scale_sq)).
+    nugget : float
+        Added to the diagonal.
+    """
     if int(num_points) < 2 or length_scale_sq <= 0 or nugget < 0:
         raise ValueError(
             f"gp-51 needs num_points >= 2, length_scale_sq > 0, nugget >= 0; "
@@ -184,7 +205,7 @@ def gp_51(num_points: int = 51, length_scale_sq: float = 0.16, nugget: float = 0
     return target
 
 
-@lru_cache(maxsize=None)
+@cache
 def _quadrature_moments(name: str) -> dict:
     text = resources.files("gradmc").joinpath("data", "banana_moments.json").read_text()
     return json.loads(text)[name]
@@ -203,6 +224,7 @@ def _quadrature_truth(name: str) -> tuple[Truth, float]:
 
 @register_target("banana", "textbook banana exp(-x^2/10 - y^4/10 - 2(y - x^2)^2); moments by grid quadrature")
 def banana() -> Target:
+    """The banana exp(-x²/10 - y⁴/10 - 2(y - x²)²); its moments come from grid quadrature."""
     truth, log_z = _quadrature_truth("banana")
 
     def logdensity_fn(z):
@@ -264,8 +286,9 @@ def warped_gaussian(b: float = 0.1, nu: float = 100.0) -> Target:
     "flower", "flower -(||x|| - 10 - 6 cos(6 atan2(x2, x1)))^2 / 2 (Nemeth §4.3, squared residual); quadrature moments"
 )
 def flower() -> Target:
-    """Sejdinovic et al.'s flower as coded by Nemeth et al. (normal_lpdf of the radius):
-    the paper's printed formula drops the square of the residual."""
+    """Sejdinovic et al.'s flower in Nemeth et al.'s code (normal_lpdf of the radius):
+    the paper's printed formula drops the square of the residual.
+    """
     truth, log_z = _quadrature_truth("flower")
     par = _quadrature_moments("flower")["parameters"]
     r, amp, w, sigma = par["r"], par["A"], par["w"], par["sigma"]

@@ -1,4 +1,5 @@
-"""Targets of Zhou & Tan's DHAMS and PDHAMS papers with exact truth (``specs/discrete-hams.md`` §10).
+"""Targets of Zhou & Tan's DHAMS and PDHAMS papers with exact truth (the discrete-HAMS algorithm
+statement, ``docs/discrete-hams.md`` §10).
 
 * ``zhoutan-discrete-gaussian`` (§10.2): f(s) = −½ sᵀΣ⁻¹s on {−10..10}^d, Σ = σ²[ρ11ᵀ + (1−ρ)I]
   (d = 8, σ = 5, ρ = 0.9). W = −Σ⁻¹ = −αI + γ11ᵀ is exact (``metadata["W"]``). Every
@@ -7,9 +8,9 @@
   the lattice of exp(−(α/2)t²) (:meth:`SymmetricMarginals.marginal`).
 * ``zhoutan-mixture-dhams`` (§10.3, the DHAMS paper's fully specified mixture):
   f(s) = log Σ_k exp(−|s − c_k 1|²/(2σ²)), d = 8, c = (−7, −3.5, 0, 3.5, 7), σ = 1.8.
-* ``zhoutan-quadratic-mixture`` (§10.3, PDHAMS eq. 41): the paper's constants are lost; this
-  is the spec's **stand-in** d = 8, K = 7, c = linspace(−7.5, 7.5, 7), σ_k = 1.5 + 0.1|c_k|,
-  no σ_k^{−d} factor. Exact k-variate marginals: p(x) ∝ Σ_k Z_k^{d−k} exp(−|x − c_k 1|²/(2σ_k²)),
+* ``zhoutan-quadratic-mixture`` (§10.3, PDHAMS eq. 41): the paper does not give its constants;
+  this is the algorithm statement's **stand-in** d = 8, K = 7, c = linspace(−7.5, 7.5, 7),
+  σ_k = 1.5 + 0.1|c_k|, no σ_k^{−d} factor. Exact k-variate marginals: p(x) ∝ Σ_k Z_k^{d−k} exp(−|x − c_k 1|²/(2σ_k²)),
   Z_k = Σ_{t∈S} exp(−(t − c_k)²/(2σ_k²)).
 
 Both families are exchangeable (every k-subset has the same marginal), so the truth is
@@ -31,8 +32,8 @@ from gradmc.spaces import Ordinal
 __all__ = ["SymmetricMarginals", "discrete_gaussian", "quadratic_mixture", "mixture_dhams", "STAND_IN_NOTE"]
 
 STAND_IN_NOTE = (
-    "stand-in for the PDHAMS paper's quadratic mixture (its d, K, lattice, c_k, σ_k are lost): "
-    "the spec's default d = 8, S = {-10..10}, K = 7, c = linspace(-7.5, 7.5, 7), σ_k = 1.5 + 0.1|c_k|"
+    "stand-in for the PDHAMS paper's quadratic mixture (the paper does not give its d, K, lattice, c_k, σ_k): "
+    "the algorithm statement's default d = 8, S = {-10..10}, K = 7, c = linspace(-7.5, 7.5, 7), σ_k = 1.5 + 0.1|c_k|"
 )
 
 
@@ -50,9 +51,21 @@ def _check_dim(d) -> int:
 
 class SymmetricMarginals:
     """Exact k-variate marginals of an exchangeable target, from ``log_table(k)``: the log of
-    the unnormalised (K,)*k table of any k coordinates. Normalised and cached per k."""
+    the unnormalised (K,)*k table of any k coordinates. Normalised and cached per k.
+    """
 
     def __init__(self, values, d: int, log_table):
+        """Keep the value set and the table function (nothing is computed yet).
+
+        Parameters
+        ----------
+        values : array_like
+            The K values of each coordinate.
+        d : int
+            The number of coordinates.
+        log_table : callable
+            ``log_table(k)``: the unnormalised log table of any k coordinates.
+        """
         self.values, self.d, self._log_table = np.asarray(values, np.float64), int(d), log_table
         self._cache: dict[int, np.ndarray] = {}
 
@@ -65,13 +78,25 @@ class SymmetricMarginals:
     def marginal(self, subset) -> np.ndarray:
         """The exact marginal table of the coordinates ``subset`` (shape (K,)*len(subset))."""
         subset = tuple(int(i) for i in subset)
-        if len(set(subset)) != len(subset) or not all(0 <= i < self.d for i in subset) or not 1 <= len(subset) <= min(self.d, 4):
+        if (
+            len(set(subset)) != len(subset)
+            or not all(0 <= i < self.d for i in subset)
+            or not 1 <= len(subset) <= min(self.d, 4)
+        ):
             raise ValueError(f"subset must hold 1 to 4 distinct coordinates in [0, {self.d}), got {subset}")
         return self._table(len(subset))
 
     __call__ = marginal
 
     def truth(self, source: str) -> Truth:
+        """The target's :class:`~gradmc.base.Truth` (mean, covariance, marginals) from the
+        uni- and bivariate tables.
+
+        Parameters
+        ----------
+        source : str
+            How the tables were obtained.
+        """
         v = self.values
         p1 = self._table(1)
         p2 = self._table(2)
@@ -131,13 +156,17 @@ def discrete_gaussian(d: int = 8, sigma: float = 5.0, rho: float = 0.9, half_wid
         logdensity_fn=logdensity_fn,
         space=space,
         description=f"discrete Gaussian d={d}, σ={sigma}, ρ={rho}, on {{{-int(half_width)}..{int(half_width)}}}^{d}",
-        truth=marginals.truth("closed form (convolution formula, spec §10.2)"),
-        metadata={"W": W, "Sigma": sigma**2 * (rho * np.ones((d, d)) + (1 - rho) * np.eye(d)), "exact_marginal": marginals},
+        truth=marginals.truth("closed form (convolution formula, docs/discrete-hams.md §10.2)"),
+        metadata={
+            "W": W,
+            "Sigma": sigma**2 * (rho * np.ones((d, d)) + (1 - rho) * np.eye(d)),
+            "exact_marginal": marginals,
+        },
     )
 
 
 def _log_convolve(log_a: np.ndarray, log_b: np.ndarray) -> np.ndarray:
-    """log of the convolution of exp(log_a) and exp(log_b) (full length)."""
+    """Log of the convolution of exp(log_a) and exp(log_b) (full length)."""
     out = np.full(log_a.size + log_b.size - 1, -np.inf)
     for j, lb in enumerate(log_b):
         out[j : j + log_a.size] = np.logaddexp(out[j : j + log_a.size], log_a + lb)
@@ -171,29 +200,40 @@ def _mixture(name, description, d, half_width, centres, scales) -> Target:
         logdensity_fn=logdensity_fn,
         space=Ordinal(values, d),
         description=description,
-        truth=marginals.truth("closed form (product of per-component lattice sums, spec §10.3)"),
+        truth=marginals.truth("closed form (product of per-component lattice sums, docs/discrete-hams.md §10.3)"),
         metadata={"centres": c, "scales": sd, "exact_marginal": marginals},
     )
 
 
 @register_target(
     "zhoutan-mixture-dhams",
-    "the DHAMS paper's quadratic mixture: d=8, {-10..10}, K=5, c=(-7,-3.5,0,3.5,7), σ=1.8 (spec §10.3)",
+    "the DHAMS paper's quadratic mixture: d=8, {-10..10}, K=5, c=(-7,-3.5,0,3.5,7), σ=1.8 "
+    "(docs/discrete-hams.md §10.3)",
     kind="discrete",
 )
 def mixture_dhams(d: int = 8, half_width: int = 10, sigma: float = 1.8) -> Target:
     """f(s) = log Σ_k exp(−|s − c_k 1|²/(2σ²)), c = (−7, −3.5, 0, 3.5, 7)."""
     centres = np.array([-7.0, -3.5, 0.0, 3.5, 7.0])
-    return _mixture("zhoutan-mixture-dhams", f"DHAMS-paper quadratic mixture, d={d}, K=5, σ={sigma}", d, half_width, centres, float(sigma))
+    return _mixture(
+        "zhoutan-mixture-dhams",
+        f"DHAMS-paper quadratic mixture, d={d}, K=5, σ={sigma}",
+        d,
+        half_width,
+        centres,
+        float(sigma),
+    )
 
 
 @register_target(
     "zhoutan-quadratic-mixture",
-    "STAND-IN for the PDHAMS paper's quadratic mixture (constants lost): d=8, K=7, c=linspace(-7.5,7.5,7), σ_k=1.5+0.1|c_k|",
+    "STAND-IN for the PDHAMS paper's quadratic mixture (constants not published): d=8, K=7, "
+    "c=linspace(-7.5,7.5,7), σ_k=1.5+0.1|c_k|",
     kind="discrete",
 )
 def quadratic_mixture(d: int = 8, half_width: int = 10, num_components: int = 7, spread: float = 7.5) -> Target:
-    """PD eq. 41 with μ_k = c_k 1, Σ_k = σ_k² I; the defaults are the spec's stand-in (see module doc)."""
+    """PD eq. 41 with μ_k = c_k 1, Σ_k = σ_k² I; the defaults are the algorithm statement's
+    stand-in (see module doc).
+    """
     if isinstance(num_components, bool) or int(num_components) != num_components or int(num_components) < 1:
         raise ValueError(f"num_components must be an integer >= 1, got {num_components!r}")
     centres = np.linspace(-float(spread), float(spread), int(num_components))

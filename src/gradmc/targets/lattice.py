@@ -1,6 +1,6 @@
 """Lattice models on a periodic ``side × side`` square lattice (4 nearest neighbours).
 
-* **Ising** (Rhodes & Gutmann §5.3, as coded): ``f(s) = sᵀJs + bᵀs`` with
+* **Ising** (Rhodes & Gutmann §5.3, as in the authors' code): ``f(s) = sᵀJs + bᵀs`` with
   ``J = strength · A``, ``b = field · 1``, on ``Spin`` ({−1, +1}) or ``Binary`` ({0, 1}).
   There is **no** ½: ``sᵀJs`` visits every bond twice, so a bond contributes
   ``2 · strength · s_i s_j``.
@@ -35,15 +35,24 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.base import Target
+from gradmc.enumeration import enumerate_if_small
 from gradmc.registry import register_target
 from gradmc.spaces import Binary, Categorical, Ordinal, Spin
-from gradmc.targets.enumerate import enumerate_if_small
 from gradmc.targets.quadratic import quadratic_target
 
-__all__ = ["periodic_adjacency", "neighbour_sum", "ising", "potts", "clock_potts", "CLOCK_KAPPA", "DENSE_J_MAX", "DENSE_MATVEC_MAX"]
+__all__ = [
+    "periodic_adjacency",
+    "neighbour_sum",
+    "ising",
+    "potts",
+    "clock_potts",
+    "CLOCK_KAPPA",
+    "DENSE_J_MAX",
+    "DENSE_MATVEC_MAX",
+]
 
 #: Default |J/T| of the 7-state clock model: 1.1, i.e. T ≈ 0.91 J, at the upper BKT
-#: transition T₂ ≈ 0.9 J (Li et al., PRE 101, 060105, 2020; the Zhou & Tan value is lost).
+#: transition T₂ ≈ 0.9 J (Li et al., PRE 101, 060105, 2020; Zhou & Tan do not give their value).
 CLOCK_KAPPA = 1.1
 
 #: Ising / Potts keep the dense ``J`` as ``metadata["J"]`` when it has at most this many
@@ -53,8 +62,8 @@ CLOCK_KAPPA = 1.1
 DENSE_J_MAX = 1024
 
 #: Ising lattices with at most this many sites evaluate ``J s`` as a dense mat-vec: on CPU
-#: (NCG, 100–1000 chains) it beat the neighbour rolls by 10–25% up to 16×16 and lost from
-#: 20×20 on. Potts (``side²·k`` one-hot coordinates) always rolls: faster from 6×6, k = 3.
+#: (NCG, 100–1000 chains) it beat the neighbour rolls by 10–25% up to 16×16 and was slower
+#: from 20×20 on. Potts (``side²·k`` one-hot coordinates) always rolls: faster from 6×6, k = 3.
 DENSE_MATVEC_MAX = 256
 
 
@@ -94,7 +103,8 @@ def periodic_adjacency(side: int) -> np.ndarray:
 def neighbour_sum(side: int, categories: int = 1):
     """``x -> (A ⊗ I_categories) x`` on the flattened ``(side², categories)`` position: the
     sum of the four periodic neighbour rolls on the ``(side, side)`` grid (one grid per
-    category; a single category keeps a 2-D grid, which XLA rolls about twice as fast)."""
+    category; a single category keeps a 2-D grid, which XLA rolls about twice as fast).
+    """
     shape = (side, side) if categories == 1 else (side, side, categories)
 
     def apply(x):
@@ -105,9 +115,12 @@ def neighbour_sum(side: int, categories: int = 1):
     return apply
 
 
-def _lattice_target(side: int, strength: float, b: np.ndarray, space, dense_J, *, categories: int = 1, **kwargs) -> Target:
+def _lattice_target(
+    side: int, strength: float, b: np.ndarray, space, dense_J, *, categories: int = 1, **kwargs
+) -> Target:
     """The quadratic target ``sᵀ (strength·A ⊗ I_categories) s + bᵀs``, ``J s`` by
-    :func:`neighbour_sum` (or the dense ``J`` on small Ising lattices, see :data:`DENSE_MATVEC_MAX`)."""
+    :func:`neighbour_sum` (or the dense ``J`` on small Ising lattices, see :data:`DENSE_MATVEC_MAX`).
+    """
     if not isinstance(dense_J, bool):
         raise ValueError(f"dense_J must be True or False, got {dense_J!r}")
     small = categories == 1 and space.dim <= DENSE_MATVEC_MAX

@@ -64,7 +64,7 @@ def design_matrix(features: np.ndarray) -> np.ndarray:
 
 
 def _loglik(w, datum):
-    """log p(y | s, w) = y z - log(1 + e^z), z = s.w (stable form of the Bernoulli-logit)."""
+    """Log p(y | s, w) = y z - log(1 + e^z), z = s.w (stable form of the Bernoulli-logit)."""
     s, y = datum
     z = s @ w
     return y * z - jnp.logaddexp(0.0, z)
@@ -83,8 +83,15 @@ def load_reference(name: str) -> dict | None:
     return table["datasets"].get(name)
 
 
-def logistic_target(name: str, design: np.ndarray, labels: np.ndarray, truth: Truth | None = None,
-                    description: str = "", metadata: dict | None = None, dtype="float32") -> Target:
+def logistic_target(
+    name: str,
+    design: np.ndarray,
+    labels: np.ndarray,
+    truth: Truth | None = None,
+    description: str = "",
+    metadata: dict | None = None,
+    dtype="float32",
+) -> Target:
     """A Bayesian logistic-regression :class:`Target` for a design matrix and 0/1 labels.
 
     ``dtype`` is the precision of the stored data (``"float64"`` needs ``jax_enable_x64``).
@@ -121,12 +128,19 @@ def _dataset_target(name: str, dtype: str) -> Target:
     ref = load_reference(name)
     truth = None
     if ref is not None:
-        truth = Truth(mean=np.asarray(ref["mean"]), var=np.asarray(ref["sd"]) ** 2,
-                      source="NUTS reference, scripts/compute_logistic_reference.py")
+        truth = Truth(
+            mean=np.asarray(ref["mean"]),
+            var=np.asarray(ref["sd"]) ** 2,
+            source="NUTS reference, scripts/compute_logistic_reference.py",
+        )
     target = logistic_target(
-        f"logistic-{name}", design_matrix(features), labels, truth,
+        f"logistic-{name}",
+        design_matrix(features),
+        labels,
+        truth,
         description=f"Bayesian logistic regression, prior N(0, I), {about}; d = {dim}",
-        metadata={"dataset": name, "reference": ref}, dtype=dtype,
+        metadata={"dataset": name, "reference": ref},
+        dtype=dtype,
     )
     assert target.dim == dim, (name, target.dim)
     return target
@@ -158,8 +172,10 @@ def synthetic_logistic(num_data: int = 1000, num_features: int = 10, seed: int =
     w = rng.standard_normal(design.shape[1])
     labels = (rng.uniform(size=design.shape[0]) < 1.0 / (1.0 + np.exp(-design @ w))).astype(np.int32)
     return logistic_target(
-        f"logistic-synthetic-{num_data}x{num_features}", design, labels,
+        f"logistic-synthetic-{num_data}x{num_features}",
+        design,
+        labels,
         description=f"Bayesian logistic regression on {num_data} simulated points, {num_features} features",
-        metadata={"true_weights": w, "seed": seed}, dtype=dtype,
+        metadata={"true_weights": w, "seed": seed},
+        dtype=dtype,
     )
-

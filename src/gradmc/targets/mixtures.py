@@ -33,7 +33,7 @@ __all__ = ["GaussianMixture", "KOU_MEANS", "kou_mixture_a", "kou_mixture_b", "bi
 
 _LOG_2PI = float(np.log(2 * np.pi))
 
-#: The 20 component means of Kou, Zhou & Wong (2006), as listed in experiments.md.
+#: The 20 component means of Kou, Zhou & Wong (2006), as listed in docs/experiments.md.
 KOU_MEANS = np.array(
     [
         [2.18, 5.76], [8.67, 9.59], [4.24, 8.48], [8.41, 1.68], [3.93, 8.82],
@@ -61,6 +61,19 @@ class GaussianMixture:
     covs: np.ndarray
 
     def __init__(self, weights, means, covs, what: str = "mixture"):
+        """Check the components and normalise the weights.
+
+        Parameters
+        ----------
+        weights : array_like
+            (K,) non-negative, with a positive sum.
+        means : array_like
+            (K, d).
+        covs : array_like
+            (K, d, d) full, (K, d) diagonal or (K,) isotropic covariances.
+        what : str
+            How error messages name the mixture.
+        """
         w = np.asarray(weights, dtype=np.float64)
         mu = np.asarray(means, dtype=np.float64)
         if mu.ndim != 2 or mu.shape[0] < 1 or not np.all(np.isfinite(mu)):
@@ -83,10 +96,12 @@ class GaussianMixture:
 
     @property
     def dim(self) -> int:
+        """The dimension d."""
         return self.means.shape[1]
 
     @property
     def mean(self) -> np.ndarray:
+        """The mixture mean Σ_j w_j μ_j."""
         return self.weights @ self.means
 
     @property
@@ -103,7 +118,7 @@ class GaussianMixture:
         sd = np.sqrt(np.diagonal(self.covs, axis1=1, axis2=2))
         lo = np.floor(10 * (self.means - width * sd).min(0)) / 10
         hi = np.ceil(10 * (self.means + width * sd).max(0)) / 10
-        return tuple((float(a), float(b)) for a, b in zip(lo, hi))
+        return tuple((float(a), float(b)) for a, b in zip(lo, hi, strict=False))
 
     def functions(self):
         """``(log_component_fn, logdensity_fn, sample)`` as jittable float32 functions.
@@ -135,6 +150,17 @@ class GaussianMixture:
         return log_component_fn, logdensity_fn, sample
 
     def to_target(self, name: str, description: str, initial_position=None) -> Target:
+        """The mixture as a :class:`~gradmc.base.Target` with its exact moments and sampler.
+
+        Parameters
+        ----------
+        name : str
+            The target's name.
+        description : str
+            Its description.
+        initial_position : callable, optional
+            ``initial_position(key)``: a chain's start (default N(0, I)).
+        """
         log_component_fn, logdensity_fn, sample = self.functions()
         return Target(
             name=name,
@@ -161,6 +187,7 @@ class GaussianMixture:
 
 @register_target("kou-mixture-a", "Kou et al. 20-mode 2-D mixture, w = 1/20, sigma^2 = 0.01 (Nemeth §4.1 (a))")
 def kou_mixture_a() -> Target:
+    """Scenario (a) of Nemeth et al. 2022, §4.1: Kou et al.'s 20 modes, w_j = 1/20, σ_j² = 0.01."""
     mix = GaussianMixture(np.full(20, 1 / 20), KOU_MEANS, np.full(20, 0.01), what="kou-mixture-a")
     return mix.to_target(
         "kou-mixture-a",
@@ -201,6 +228,7 @@ def kou_mixture_b(variance_reading: str = "sd") -> Target:
 
 @register_target("bimodal-1d", "1-D mixture (1/2) N(-1, 0.1) + (1/2) N(1, 0.02), variances (Nemeth §3.2)")
 def bimodal_1d() -> Target:
+    """The 1-D bimodal mixture of Nemeth et al. 2022, §3.2 (0.1 and 0.02 read as variances)."""
     mix = GaussianMixture([0.5, 0.5], [[-1.0], [1.0]], [0.1, 0.02], what="bimodal-1d")
     return mix.to_target(
         "bimodal-1d",

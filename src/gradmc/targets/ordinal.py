@@ -1,4 +1,4 @@
-"""The 20-D ordinal mixtures of polynomials of Rhodes & Gutmann (2022, §5.1), as coded.
+"""The 20-D ordinal mixtures of polynomials of Rhodes & Gutmann (2022, §5.1), as in the authors' code.
 
 On the lattice ``S^d``, ``S = linspace(−1.5, 3, 50)``, the target is an equal-weight
 mixture of ``K = 50`` fully factorised components whose factors are normalised **per
@@ -9,7 +9,7 @@ dimension** over ``S`` (the paper's eq. 18 omits that normalisation; the code ha
 * poly2: ``g(t) = 0.75 − 2t − 6t²``, ``c_k = linspace(0, 2, 50)[k]``
 * poly4: ``g(t) = 2(−t + t² − t³ − t⁴)``, ``c_k = linspace(0, 3, 50)[k]``
 
-(eqs 19–20 of the paper write other shifts; experiments.md says to follow the code).
+(eqs 19–20 of the paper write other shifts; docs/experiments.md follows the authors' code).
 ``log p`` is exact (normalised), and the same formula on real ``s`` is differentiable.
 Truth is exact: draws (pick a component, then each coordinate independently), marginals
 ``(d, 50)`` and mean/covariance in closed form. Chains start uniformly on the state
@@ -18,7 +18,7 @@ indices {10, 11, 12} of every coordinate.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -107,23 +107,43 @@ def ordinal_mixture_target(
 
 @register_target(
     "poly2",
-    "Rhodes & Gutmann §5.1: 20-D ordinal mixture of 2nd-order polynomials on linspace(-1.5, 3, 50), as coded",
+    "Rhodes & Gutmann §5.1: 20-D ordinal mixture of 2nd-order polynomials on linspace(-1.5, 3, 50) (authors' code)",
     kind="discrete",
 )
 def poly2(d: int = 20) -> Target:
+    """Rhodes & Gutmann's 2nd-order polynomial mixture (§5.1).
+
+    Parameters
+    ----------
+    d : int
+        The number of coordinates.
+    """
     return ordinal_mixture_target(
-        "poly2", _poly2, np.linspace(0.0, 2.0, 50), d,
+        "poly2",
+        _poly2,
+        np.linspace(0.0, 2.0, 50),
+        d,
         description="mixture of 50 factorised exp(0.75 - 2t - 6t^2), t = u - c_k, c_k in linspace(0, 2, 50)",
     )
 
 
 @register_target(
     "poly4",
-    "Rhodes & Gutmann §5.1: 20-D ordinal mixture of 4th-order polynomials on linspace(-1.5, 3, 50), as coded",
+    "Rhodes & Gutmann §5.1: 20-D ordinal mixture of 4th-order polynomials on linspace(-1.5, 3, 50) (authors' code)",
     kind="discrete",
 )
 def poly4(d: int = 20) -> Target:
+    """Rhodes & Gutmann's 4th-order polynomial mixture (§5.1).
+
+    Parameters
+    ----------
+    d : int
+        The number of coordinates.
+    """
     return ordinal_mixture_target(
-        "poly4", _poly4, np.linspace(0.0, 3.0, 50), d,
+        "poly4",
+        _poly4,
+        np.linspace(0.0, 3.0, 50),
+        d,
         description="mixture of 50 factorised exp(2(-t + t^2 - t^3 - t^4)), t = u - c_k, c_k in linspace(0, 3, 50)",
     )

@@ -24,9 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.base import Target
+from gradmc.enumeration import ENUMERATE_LIMIT, enumerate_if_small
 from gradmc.registry import register_target
 from gradmc.spaces import Binary, Categorical, DiscreteSpace, Ordinal, Spin
-from gradmc.targets.enumerate import ENUMERATE_LIMIT, enumerate_if_small
 
 __all__ = ["quadratic_form", "quadratic_target", "quadratic"]
 
@@ -53,7 +53,8 @@ def quadratic_form(apply_J: Callable, b: np.ndarray) -> Callable:
     """``s -> sᵀJs + bᵀs`` for a symmetric ``J`` given by its mat-vec ``apply_J`` (on the
     flattened ``s``), in the input's dtype. The JVP reuses ``g = J s``: value and gradient
     ``2 J s + b`` cost one mat-vec (plain autodiff would need two); higher derivatives
-    still work (Hessian ``2 J``)."""
+    still work (Hessian ``2 J``).
+    """
     b64 = np.asarray(b, np.float64)
 
     @jax.custom_jvp

@@ -1,9 +1,9 @@
-"""100-D sparse Bayesian linear regression (Rhodes & Gutmann 2022, §5.2 and App. K, as coded).
+"""100-D sparse Bayesian linear regression (Rhodes & Gutmann 2022, §5.2 and App. K, as in the authors' code).
 
 Data: ``Z = default_rng(seed).integers(0, 3, (20, 5))`` (the paper's seed is unknown; we
 use ``numpy.random.default_rng(0)``), ``X = [Z Z Z Z]`` (20 × 20), ``y = Z 1`` (the sum
 of the first 5 columns). With ``X_s = X diag(s)``, ``|s| = Σ s_i`` over the D = 20 real
-dimensions, ``c = (1 + g)/g`` and N = 20 rows, the log posterior as coded is
+dimensions, ``c = (1 + g)/g`` and N = 20 rows, the log posterior of the authors' code is
 
     lgamma(|s| + α_π) + lgamma(D − |s| + β_π)
       + ½ logdet(X_sᵀX_s / g + λI) − ½ logdet(c X_sᵀX_s + λI)
@@ -28,7 +28,7 @@ the function and its gradient are those of the formula above; the tests check it
 against a literal float64 NumPy implementation. The r × r systems are solved by
 unrolled Gaussian elimination (:func:`_eliminate`) rather than LAPACK: with
 ``jnp.linalg.slogdet``/``solve`` the batched float64 enumeration intermittently hung
-the XLA CPU runtime on this machine (jaxlib 0.10.2; about half of the runs), with
+the XLA CPU runtime (jaxlib 0.10.2; about half of the runs), with
 elimination it never did.
 
 **Truth.** Exact uni- and bivariate marginals of the 20 real dimensions by enumerating
@@ -48,9 +48,9 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from gradmc.base import Target, Truth
+from gradmc.enumeration import Enumeration, enumerate_target
 from gradmc.registry import register_target
 from gradmc.spaces import Binary
-from gradmc.targets.enumerate import Enumeration, enumerate_target
 
 __all__ = [
     "Hyperparameters",
@@ -67,7 +67,7 @@ CACHE_FILE = "sparse_regression_marginals.npz"
 
 
 class Hyperparameters(NamedTuple):
-    """App. K defaults (as coded; g = N = 20)."""
+    """App. K defaults (as in the authors' code; g = N = 20)."""
 
     alpha_pi: float = 1e-3
     beta_pi: float = 10.0
@@ -151,7 +151,8 @@ def enumerate_posterior(x, y, hyper: Hyperparameters = Hyperparameters()) -> Enu
 
 def load_cache() -> dict:
     """The shipped enumeration: ``pairwise`` (20, 20, 2, 2), ``log_normaliser``, and the
-    ``x``, ``y``, ``seed`` and ``hyper`` it belongs to."""
+    ``x``, ``y``, ``seed`` and ``hyper`` it belongs to.
+    """
     with resources.files("gradmc").joinpath("data", CACHE_FILE).open("rb") as fh:
         with np.load(fh) as data:
             return {k: data[k] for k in data.files}
@@ -239,7 +240,8 @@ def sparse_regression_target(
 
 @register_target(
     "sparse-regression",
-    "Rhodes & Gutmann §5.2: 100-D sparse Bayesian linear regression posterior (App. K, as coded), exact marginals",
+    "Rhodes & Gutmann §5.2: 100-D sparse Bayesian linear regression posterior "
+    "(App. K, the authors' code), exact marginals",
     kind="discrete",
 )
 def sparse_regression(seed: int = 0, num_extra: int = 80, extra_prob: float = 1e-3) -> Target:

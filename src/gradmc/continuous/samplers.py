@@ -1,0 +1,868 @@
+"""Every continuous sampler of the registry: a kernel bound to its warm-up.
+
+Each builder ``build(target, num_warmup, **options) -> BoundSampler`` checks the user's
+options, fills in the defaults and binds a kernel of :mod:`gradmc.continuous` to its warm-up
+(a step-size rule or Stan's window adaptation from :mod:`gradmc.adapt.step_size`, or the
+kernel's own adaptation). Importing this module registers them all:
+
+=======================  ==========================================================
+name                     kernel module
+=======================  ==========================================================
+rwm                      :mod:`~gradmc.continuous.rwm`
+mala, ula                :mod:`~gradmc.continuous.mala`
+hmc, nuts                :mod:`~gradmc.continuous.hmc`
+am                       :mod:`~gradmc.continuous.am`
+ram                      :mod:`~gradmc.continuous.ram`
+gadrwm, gadmala-f/-e     :mod:`~gradmc.continuous.gad`
+sgld                     :mod:`~gradmc.continuous.sgld`
+ct-hmc                   :mod:`~gradmc.continuous.ct_hmc`
+parallel-tempering       :mod:`~gradmc.continuous.parallel_tempering`
+simulated-tempering      :mod:`~gradmc.continuous.simulated_tempering`
+equi-energy              :mod:`~gradmc.continuous.equi_energy`
+=======================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gradmc.adapt.step_size import robbins_monro, rule_by_name, step_size_sampler, window_adapted_sampler
+from gradmc.base import BoundSampler, Target, mh_stats, reject_nonfinite, step_stats
+from gradmc.checks import check_positive, check_probability
+from gradmc.continuous import (
+    am,
+    ct_hmc,
+    equi_energy,
+    gad,
+    hmc,
+    mala,
+    parallel_tempering,
+    ram,
+    rwm,
+    sgld,
+    simulated_tempering,
+)
+from gradmc.continuous.tempering import gaussian_reference, resolve_ladder
+from gradmc.linalg import cholesky_factor
+from gradmc.registry import register_sampler
+
+__all__ = [
+    "build_rwm",
+    "build_mala",
+    "build_ula",
+    "build_hmc",
+    "build_nuts",
+    "build_am",
+    "build_ram",
+    "build_sgld",
+    "build_ct_hmc",
+    "build_parallel_tempering",
+    "build_simulated_tempering",
+    "build_equi_energy",
+    "gad_sampler",
+]
+
+
+def _cholesky(matrix, what: str, dim: int):
+    """The Cholesky factor of ``matrix`` (``None`` when not given)."""
+    return None if matrix is None else cholesky_factor(matrix, what, dim)
+
+
+def _plain_sampler(name: str, init: Callable, one_step: Callable, params: dict, position: Callable) -> BoundSampler:
+    """A sampler whose warm-up steps are its kernel steps: ``one_step(key, state) -> (state, StepStats)``."""
+    return BoundSampler(
+        name,
+        init=init,
+        warmup_step=lambda key, state, t: one_step(key, state),
+        finalize=lambda state: (state, params),
+        step=lambda key, state, params: one_step(key, state),
+        position=position,
+        adapts_in_warmup=False,
+    )
+
+
+# -- random walk and Langevin -------------------------------------------------------------
+
+
+@register_sampler(
+    "rwm", "random-walk Metropolis, isotropic or full-covariance Gaussian proposal; step size adapted in warm-up"
+)
+def build_rwm(target: Target, num_warmup: int, step_size=None, cov=None, target_accept=0.25, adapt="dual_averaging"):
+    """Random-walk Metropolis (:mod:`gradmc.continuous.rwm`).
+
+    Parameters
+    ----------
+    target : Target
+        The distribution.
+    num_warmup : int
+        Warm-up steps.
+    step_size : float, optional
+        h (default 2.38/sqrt(d)).
+    cov : array, optional
+        The proposal covariance.
+    target_accept : float
+        The acceptance probability the step size aims at.
+    adapt : {"dual_averaging", "robbins_monro", None}
+        The step-size rule in warm-up.
+    """
+    chol = _cholesky(cov, "RWM proposal covariance", target.dim)
+    step_size = 2.38 / jnp.sqrt(target.dim) if step_size is None else step_size
+    rule = rule_by_name(adapt, target_accept)
+    return step_size_sampler(
+        "rwm", rwm.init, rwm.build_kernel(), target.logdensity_fn, step_size, rule, mh_stats(0), chol=chol
+    )
+
+
+@register_sampler(
+    "mala", "Metropolis-adjusted Langevin, optional constant preconditioner; step size adapted in warm-up"
+)
+def build_mala(
+    target: Target, num_warmup: int, step_size=None, preconditioner=None, target_accept=0.574, adapt="dual_averaging"
+):
+    """MALA (:mod:`gradmc.continuous.mala`, eq. 5.7-5.8).
+
+    Parameters
+    ----------
+    target : Target
+        The distribution.
+    num_warmup : int
+        Warm-up steps.
+    step_size : float, optional
+        gamma (default 0.5/d^(1/3)).
+    preconditioner : array, optional
+        M.
+    target_accept : float
+        The acceptance probability the step size aims at.
+    adapt : {"dual_averaging", "robbins_monro", None}
+        The step-size rule in warm-up.
+    """
+    chol = _cholesky(preconditioner, "MALA preconditioner", target.dim)
+    step_size = 0.5 / target.dim ** (1 / 3) if step_size is None else step_size
+    rule = rule_by_name(adapt, target_accept)
+    return step_size_sampler(
+        "mala", mala.init, mala.build_kernel(), target.logdensity_fn, step_size, rule, mh_stats(1), chol=chol
+    )
+
+
+@register_sampler("ula", "unadjusted Langevin (MALA's move without the MH test); fixed step size, biased")
+def build_ula(target: Target, num_warmup: int, step_size=0.01, preconditioner=None):
+    """ULA (:mod:`gradmc.continuous.mala` without the MH test).
+
+    Parameters
+    ----------
+    target : Target
+        The distribution.
+    num_warmup : int
+        Warm-up steps (plain kernel steps).
+    step_size : float
+        gamma (fixed; the bias grows with it).
+    preconditioner : array, optional
+        M.
+    """
+    chol = _cholesky(preconditioner, "ULA preconditioner", target.dim)
+    return step_size_sampler(
+        "ula", mala.init, mala.build_kernel(False), target.logdensity_fn, step_size, None, mh_stats(1), chol=chol
+    )
+
+
+@register_sampler(
+    "sgld", "stochastic gradient Langevin dynamics: minibatch gradients of K data, fixed step, no MH test"
+)
+def build_sgld(target: Target, num_warmup: int, step_size=1e-3, batch_size=32):
+    """SGLD (:mod:`gradmc.continuous.sgld`); needs a target with ``per_datum`` terms.
+
+    Parameters
+    ----------
+    target : Target
+        The distribution, with ``per_datum``.
+    num_warmup : int
+        Warm-up steps (plain kernel steps).
+    step_size : float
+        gamma.
+    batch_size : int
+        K, drawn with replacement.
+    """
+    if target.per_datum is None:
+        raise ValueError(f"sgld needs a target with per-datum likelihood terms; {target.name!r} has none")
+    check_positive("batch_size", batch_size, integer=True)
+    kernel = sgld.build_kernel(int(batch_size))
+    return step_size_sampler("sgld", sgld.init, kernel, target.per_datum, step_size, None, mh_stats(1))
+
+
+# -- HMC and NUTS ----------------------------------------------------------------------------
+
+
+def _window_sampler(
+    name: str,
+    kind: str,
+    logdensity_fn: Callable,
+    num_warmup: int,
+    dense_mass: bool,
+    target_accept,
+    initial_step_size,
+    **kernel_params,
+) -> BoundSampler:
+    """BlackJAX's ``kind`` kernel on ``logdensity_fn`` (non-finite values rejected) with Stan's window adaptation."""
+    return window_adapted_sampler(
+        name,
+        hmc.init,
+        hmc.build_kernel(kind),
+        reject_nonfinite(logdensity_fn),
+        num_warmup,
+        dense_mass=dense_mass,
+        target_accept=target_accept,
+        initial_step_size=initial_step_size,
+        stats_fn=hmc.stats,
+        **kernel_params,
+    )
+
+
+@register_sampler("hmc", "Hamiltonian Monte Carlo (BlackJAX), fixed path length; Stan window adaptation in warm-up")
+def build_hmc(
+    target: Target,
+    num_warmup: int,
+    num_integration_steps=10,
+    step_size=None,
+    target_accept=0.8,
+    adapt="window",
+    dense_mass=False,
+):
+    """HMC (:mod:`gradmc.continuous.hmc`).
+
+    Parameters
+    ----------
+    target : Target
+        The distribution.
+    num_warmup : int
+        Warm-up steps.
+    num_integration_steps : int
+        Leapfrog steps per trajectory.
+    step_size : float, optional
+        The first step size (default 1 with window adaptation, else 0.5/d).
+    target_accept : float
+        The acceptance probability the step size aims at.
+    adapt : {"window", "dual_averaging", "robbins_monro", None}
+        "window": step size and mass matrix; otherwise the identity mass and this step-size rule.
+    dense_mass : bool
+        Adapt a dense mass matrix (window adaptation).
+    """
+    check_positive("num_integration_steps", num_integration_steps, integer=True)
+    if adapt == "window":
+        return _window_sampler(
+            "hmc",
+            "hmc",
+            target.logdensity_fn,
+            num_warmup,
+            dense_mass,
+            target_accept,
+            1.0 if step_size is None else step_size,
+            num_integration_steps=int(num_integration_steps),
+        )
+    step_size = 0.5 / target.dim if step_size is None else step_size
+    return step_size_sampler(
+        "hmc",
+        hmc.init,
+        hmc.build_kernel("hmc"),
+        reject_nonfinite(target.logdensity_fn),
+        step_size,
+        rule_by_name(adapt, target_accept),
+        hmc.stats,
+        inverse_mass_matrix=jnp.ones(target.dim),
+        num_integration_steps=int(num_integration_steps),
+    )
+
+
+@register_sampler("nuts", "No-U-Turn sampler (BlackJAX) with Stan window adaptation of step size and mass matrix")
+def build_nuts(
+    target: Target, num_warmup: int, step_size=1.0, target_accept=0.8, dense_mass=False, max_num_doublings=10
+):
+    """NUTS (:mod:`gradmc.continuous.hmc`) with Stan's window adaptation.
+
+    Parameters
+    ----------
+    target : Target
+        The distribution.
+    num_warmup : int
+        Warm-up steps.
+    step_size : float
+        The first step size.
+    target_accept : float
+        The acceptance probability the step size aims at.
+    dense_mass : bool
+        Adapt a dense mass matrix.
+    max_num_doublings : int
+        The largest tree depth.
+    """
+    check_positive("max_num_doublings", max_num_doublings, integer=True)
+    return _window_sampler(
+        "nuts",
+        "nuts",
+        target.logdensity_fn,
+        num_warmup,
+        dense_mass,
+        target_accept,
+        step_size,
+        max_num_doublings=int(max_num_doublings),
+    )
+
+
+@register_sampler(
+    "ct-hmc", "continuously tempered HMC (Graham & Storkey 2017): inverse temperature as a state, Gaussian base"
+)
+def build_ct_hmc(
+    target: Target,
+    num_warmup: int,
+    base_mean=None,
+    base_cov=None,
+    kernel="hmc",
+    num_integration_steps=10,
+    target_accept=0.8,
+    num_is_samples=2000,
+):
+    """Continuously tempered HMC (:mod:`gradmc.continuous.ct_hmc`) with Stan's window adaptation on (x, u).
+
+    Parameters
+    ----------
+    target : Target
+        The distribution.
+    num_warmup : int
+        Warm-up steps.
+    base_mean, base_cov : array, optional
+        The Gaussian base q (default N(0, I)).
+    kernel : {"hmc", "nuts"}
+        The trajectory.
+    num_integration_steps : int
+        Leapfrog steps per HMC trajectory.
+    target_accept : float
+        The acceptance probability the step size aims at.
+    num_is_samples : int
+        Importance draws for the estimate of c = log Z.
+    """
+    base = gaussian_reference(base_mean, base_cov, target.dim, "base_mean", "CT-HMC base covariance")
+    if kernel not in hmc.KINDS:
+        raise ValueError(f"kernel must be 'hmc' or 'nuts', got {kernel!r}")
+    tempering = ct_hmc.continuous_tempering(target.logdensity_fn, base, target.space.event_shape, num_is_samples)
+    length = {"num_integration_steps": int(num_integration_steps)} if kernel == "hmc" else {}
+    inner = _window_sampler("ct-hmc", kernel, tempering.joint, num_warmup, False, target_accept, 1.0, **length)
+
+    def with_weight(state, stats):
+        extra = dict(stats.extra, **tempering.weights(inner.position(state)))
+        return state, stats._replace(extra=extra)
+
+    def finalize(state):
+        kernel_state, params = inner.finalize(state)
+        return kernel_state, dict(params, log_z_estimate=jnp.asarray(tempering.log_z, jnp.float32))
+
+    return BoundSampler(
+        "ct-hmc",
+        init=lambda key, position: inner.init(key, tempering.augment(position)),
+        warmup_step=lambda key, state, t: with_weight(*inner.warmup_step(key, state, t)),
+        finalize=finalize,
+        step=lambda key, state, params: with_weight(
+            *inner.step(key, state, {k: v for k, v in params.items() if k != "log_z_estimate"})
+        ),
+        position=lambda state: tempering.split(inner.position(state))[0],
+    )
+
+
+# -- adaptive Metropolis ------------------------------------------------------------------
+
+
+@register_sampler("am", "adaptive Metropolis (Cholesky Robbins-Monro, Titsias & Dellaportas' code); RWM after warm-up")
+def build_am(target: Target, num_warmup: int, initial_scale=None, target_accept=0.25):
+    """Adaptive Metropolis (:mod:`gradmc.continuous.am`); the kept chain is RWM with covariance delta L L^T.
+
+    Parameters
+    ----------
+    target : Target
+        The distribution.
+    num_warmup : int
+        Warm-up steps (the adaptation).
+    initial_scale : float, optional
+        delta_0 (default 0.1/sqrt(n)).
+    target_accept : float
+        The acceptance probability delta aims at.
+    """
+    scale0 = 0.1 / jnp.sqrt(target.dim) if initial_scale is None else initial_scale
+    check_positive("initial_scale", scale0)
+    check_probability("target_accept", target_accept)
+    adaptive, frozen = am.build_kernel(target_accept), rwm.build_kernel()
+    logdensity_fn = target.logdensity_fn
+    rwm_stats = mh_stats(0)
+
+    def stats(state, info, scale):
+        return rwm_stats(state, info, jnp.sqrt(scale))
+
+    def warmup_step(key, state: am.AMState, t):
+        new, info = adaptive(key, state, logdensity_fn, t)
+        return new, stats(new.kernel, info, state.scale)
+
+    def finalize(state: am.AMState):
+        return state.kernel, {"chol": state.chol, "scale": state.scale, "mean": state.mean}
+
+    def step(key, state, params):
+        new, info = frozen(key, state, logdensity_fn, jnp.sqrt(params["scale"]), params["chol"])
+        return new, stats(new, info, params["scale"])
+
+    def position(state):
+        return state.kernel.position if isinstance(state, am.AMState) else state.position
+
+    return BoundSampler(
+        "am", lambda key, position: am.init(position, logdensity_fn, scale0), warmup_step, finalize, step, position
+    )
+
+
+def gad_sampler(
+    method: str,
+    target: Target,
+    num_warmup: int,
+    target_accept=None,
+    learning_rate=None,
+    kappa: float = 0.1,
+    L0=None,
+    beta0: float = 1.0,
+    G0: float = 0.01,
+) -> BoundSampler:
+    """Gradient-based adaptive MCMC (:mod:`gradmc.continuous.gad`, Titsias & Dellaportas 2019, Algorithm 1).
+
+    Warm-up = the adaptive kernel; finalize freezes ``(L, beta)``; the kept chain is RWM/MALA
+    with covariance ``L L^T``. ``params`` = ``{"L", "beta", "step_size", "num_skipped_updates"}``,
+    where ``step_size`` is what the frozen :mod:`~gradmc.continuous.rwm` (1) /
+    :mod:`~gradmc.continuous.mala` (1/2: ``x + 1/2 L L^T g + L eps``) kernel receives with ``chol = L``.
+
+    Parameters
+    ----------
+    method : {"rwm", "mala-f", "mala-e"}
+        The proposal and the gradient of the bound.
+    target : Target
+        The distribution (flat positions).
+    num_warmup : int
+        Warm-up steps (the adaptation).
+    target_accept, learning_rate, kappa
+        alpha*, eta and RMSProp's weight (:func:`gradmc.continuous.gad.build_kernel`).
+    L0, beta0, G0
+        The adaptation's start (:func:`gradmc.continuous.gad.init_adaptation`).
+    """
+    langevin, _, _, grads_per_warmup_step = gad.METHODS[method]
+    logdensity_fn = target.logdensity_fn
+    adaptive = gad.build_kernel(method, target_accept, learning_rate, kappa)
+    gad.check_start(target.dim, L0, beta0, G0)
+    frozen, frozen_step_size = (mala.build_kernel(), 0.5) if langevin else (rwm.build_kernel(), 1.0)
+
+    def stats(logdensity, info, beta, skipped, grads):
+        return step_stats(
+            logdensity,
+            info.acceptance_rate,
+            info.is_accepted,
+            frozen_step_size,
+            grads,
+            nonfinite=info.nonfinite,
+            extra={"beta": jnp.asarray(beta, jnp.float32), "skipped_update": jnp.asarray(skipped, bool)},
+        )
+
+    def warmup_step(key, astate, t):
+        del t
+        astate, info = adaptive(key, astate, logdensity_fn)
+        return astate, stats(astate.state.logdensity, info, astate.beta, info.skipped_update, grads_per_warmup_step)
+
+    def finalize(astate):
+        s = astate.state
+        state = mala.MALAState(*s) if langevin else rwm.RWMState(s.position, s.logdensity)
+        params = {
+            "L": astate.L,
+            "beta": astate.beta,
+            "step_size": jnp.float32(frozen_step_size),
+            "num_skipped_updates": astate.num_skipped,
+        }
+        return state, params
+
+    def step(key, state, params):
+        state, info = frozen(key, state, logdensity_fn, params["step_size"], params["L"])
+        return state, stats(state.logdensity, info, params["beta"], False, int(langevin))
+
+    def position(state):
+        return state.state.position if isinstance(state, gad.GadAdaptState) else state.position
+
+    return BoundSampler(
+        f"gad{method}",
+        lambda key, position: gad.adaptive_init(position, logdensity_fn, L0, beta0, G0),
+        warmup_step,
+        finalize,
+        step,
+        position,
+    )
+
+
+def _register_gad(method: str, name: str, description: str) -> None:
+    @register_sampler(name, description)
+    def build(
+        target: Target,
+        num_warmup: int,
+        target_accept=None,
+        learning_rate=None,
+        kappa: float = 0.1,
+        L0=None,
+        beta0: float = 1.0,
+        G0: float = 0.01,
+    ) -> BoundSampler:
+        """Options: ``target_accept`` (alpha*), ``learning_rate`` (eta), ``kappa``, ``L0``, ``beta0``, ``G0``;
+        defaults are the released code's (see :mod:`gradmc.continuous.gad`).
+        """
+        return gad_sampler(method, target, num_warmup, target_accept, learning_rate, kappa, L0, beta0, G0)
+
+
+_register_gad(
+    "rwm", "gadrwm", "gradient-based adaptive RWM (Titsias & Dellaportas 2019): full L adapted in warm-up, alpha* 0.25"
+)
+_register_gad(
+    "mala-f",
+    "gadmala-f",
+    "gradient-based adaptive MALA, fast Hessian-free gradient (Titsias & Dellaportas 2019), alpha* 0.55",
+)
+_register_gad(
+    "mala-e",
+    "gadmala-e",
+    "gradient-based adaptive MALA, exact reparameterisation gradient via autodiff (Titsias & Dellaportas 2019)",
+)
+
+
+# -- multimodal: RAM, tempering, equi-energy -----------------------------------------------
+
+
+@register_sampler(
+    "ram", "repelling-attracting Metropolis (Tak et al. 2016): forced downhill then uphill moves between modes"
+)
+def build_ram(target: Target, num_warmup: int, step_size=None, cov_scale=None, max_tries=10_000):
+    """Repelling-attracting Metropolis (:mod:`gradmc.continuous.ram`).
+
+    Parameters
+    ----------
+    target : Target
+        The distribution.
+    num_warmup : int
+        Warm-up steps (plain kernel steps).
+    step_size : float, optional
+        The proposal's standard deviation (default 1).
+    cov_scale : float, optional
+        Or its covariance ``cov_scale * I`` (4 for Kou scenario (a), 3.5 for (b)).
+    max_tries : int
+        The cap of each forced loop.
+    """
+    if step_size is not None and cov_scale is not None:
+        raise ValueError("give step_size or cov_scale, not both")
+    if cov_scale is not None:
+        check_positive("cov_scale", cov_scale)
+        sd = float(cov_scale) ** 0.5
+    else:
+        sd = 1.0 if step_size is None else step_size
+    check_positive("step_size", sd)
+    check_positive("max_tries", max_tries, integer=True)
+    kernel = ram.build_kernel(int(max_tries))
+    logdensity_fn = target.logdensity_fn
+
+    def one_step(key, state):
+        new, info = kernel(key, state, logdensity_fn, sd)
+        return new, step_stats(
+            new.logdensity,
+            info.acceptance_rate,
+            info.is_accepted,
+            sd,
+            0,
+            nonfinite=info.nonfinite,
+            extra={"num_evals": info.num_evals},
+        )
+
+    return _plain_sampler(
+        "ram",
+        lambda key, position: ram.init(position, logdensity_fn),
+        one_step,
+        {"step_size": jnp.asarray(sd, jnp.float32)},
+        lambda state: state.position,
+    )
+
+
+class _Tempering(NamedTuple):
+    """What parallel and simulated tempering set up alike from their options."""
+
+    ladder: jax.Array
+    kernel: Callable
+    default_step: float
+    target_accept: float
+    evals: int  # gradient evaluations per local move (RWM: none)
+
+
+def _tempering(
+    module, target: Target, betas, temperatures, num_temperatures, beta_min, local, num_leapfrog_steps, target_accept
+) -> _Tempering:
+    """The ladder, ``module``'s kernel, the default step size at beta = 1 and the target
+    acceptance (0.3 RWM, 0.7 HMC).
+    """
+    ladder = jnp.asarray(resolve_ladder(betas, temperatures, num_temperatures, beta_min), jnp.float32)
+    kernel = module.build_kernel(local, num_leapfrog_steps)
+    default_step = (2.38 if local == "rwm" else 1.0) / np.sqrt(target.dim)
+    target_accept = (0.3 if local == "rwm" else 0.7) if target_accept is None else float(target_accept)
+    return _Tempering(ladder, kernel, default_step, target_accept, 0 if local == "rwm" else int(num_leapfrog_steps) + 1)
+
+
+@register_sampler(
+    "parallel-tempering", "parallel tempering: vmapped replicas on a temperature ladder, even-odd neighbour swaps"
+)
+def build_parallel_tempering(
+    target: Target,
+    num_warmup: int,
+    betas=None,
+    temperatures=None,
+    num_temperatures=5,
+    beta_min=0.01,
+    local="rwm",
+    step_size=None,
+    num_leapfrog_steps=10,
+    adapt=True,
+    target_accept=None,
+):
+    """Parallel tempering (:mod:`gradmc.continuous.parallel_tempering`); each replica's step size follows the
+    Robbins–Monro rule towards ``target_accept`` in warm-up and is frozen afterwards.
+
+    Parameters
+    ----------
+    target : Target
+        The distribution.
+    num_warmup : int
+        Warm-up steps.
+    betas, temperatures, num_temperatures, beta_min
+        The ladder (:func:`gradmc.continuous.tempering.resolve_ladder`).
+    local : {"rwm", "hmc"}
+        The local move.
+    step_size : float or array, optional
+        At beta = 1 (replica k starts at step_size / sqrt(beta_k)), or one per replica.
+    num_leapfrog_steps : int
+        Leapfrog steps of an HMC move.
+    adapt : bool
+        Adapt the step sizes in warm-up.
+    target_accept : float, optional
+        Default 0.3 (RWM), 0.7 (HMC).
+    """
+    ladder, kernel, default_step, target_accept, evals = _tempering(
+        parallel_tempering,
+        target,
+        betas,
+        temperatures,
+        num_temperatures,
+        beta_min,
+        local,
+        num_leapfrog_steps,
+        target_accept,
+    )
+    k = ladder.shape[0]
+    step0 = np.asarray(default_step if step_size is None else step_size, np.float64)
+    if step0.ndim == 0:
+        step0 = step0 / np.sqrt(np.asarray(ladder))
+    if step0.shape != (k,):
+        raise ValueError(f"step_size must be a scalar or one per replica ({k}), got shape {step0.shape}")
+    check_positive("step_size", step0)
+    check_probability("target_accept", target_accept)
+    rule = robbins_monro(target_accept)
+    logdensity_fn = target.logdensity_fn
+
+    def one_step(key, state):
+        new, info = kernel(key, state, logdensity_fn, ladder)
+        stats = step_stats(
+            new.replicas.loglik[0],
+            info.acceptance_rate[0],
+            info.is_accepted[0],
+            state.step_sizes[0],
+            evals * k,
+            nonfinite=jnp.any(info.nonfinite),
+            extra={"swap_rate": info.swap_rate, "mean_local_accept": jnp.mean(info.acceptance_rate)},
+        )
+        return new, stats, info.acceptance_rate
+
+    def warmup_step(key, state, t):
+        del t
+        new, stats, prob = one_step(key, state)
+        if adapt:
+            new = new._replace(step_sizes=rule.update(state.step_sizes, prob))
+        return new, stats
+
+    def step(key, state, params):
+        new, stats, _ = one_step(key, state._replace(step_sizes=params["step_sizes"]))
+        return new, stats
+
+    return BoundSampler(
+        "parallel-tempering",
+        init=lambda key, position: parallel_tempering.init(position, logdensity_fn, ladder, step0),
+        warmup_step=warmup_step,
+        finalize=lambda state: (state, {"step_sizes": state.step_sizes, "betas": ladder}),
+        step=step,
+        position=lambda state: state.replicas.position[0],
+        adapts_in_warmup=bool(adapt),
+    )
+
+
+@register_sampler(
+    "simulated-tempering", "simulated tempering: temperature index as a state, Wang-Landau pseudo-prior in warm-up"
+)
+def build_simulated_tempering(
+    target: Target,
+    num_warmup: int,
+    betas=None,
+    temperatures=None,
+    num_temperatures=10,
+    beta_min=0.01,
+    local="rwm",
+    step_size=None,
+    num_leapfrog_steps=10,
+    adapt=True,
+    target_accept=None,
+    wang_landau_rate=1.0,
+):
+    """Simulated tempering (:mod:`gradmc.continuous.simulated_tempering`).
+
+    Parameters
+    ----------
+    target : Target
+        The distribution.
+    num_warmup : int
+        Warm-up steps.
+    betas, temperatures, num_temperatures, beta_min
+        The ladder (as in ``parallel-tempering``).
+    local : {"rwm", "hmc"}
+        The local move.
+    step_size : float, optional
+        At beta = 1.
+    num_leapfrog_steps : int
+        Leapfrog steps of an HMC move.
+    adapt : bool
+        Robbins–Monro step size and Wang–Landau c_k in warm-up.
+    target_accept : float, optional
+        Default 0.3 (RWM), 0.7 (HMC).
+    wang_landau_rate : float
+        gamma_0 (gamma_t = gamma_0 K / (K + t)).
+    """
+    ladder, kernel, default_step, target_accept, evals = _tempering(
+        simulated_tempering,
+        target,
+        betas,
+        temperatures,
+        num_temperatures,
+        beta_min,
+        local,
+        num_leapfrog_steps,
+        target_accept,
+    )
+    k = ladder.shape[0]
+    step0 = default_step if step_size is None else step_size
+    check_positive("step_size", step0)
+    check_positive("wang_landau_rate", wang_landau_rate)
+    check_probability("target_accept", target_accept)
+    rule = robbins_monro(target_accept)
+    logdensity_fn = target.logdensity_fn
+
+    def one_step(key, state):
+        new, info = kernel(key, state, logdensity_fn, ladder)
+        log_weight = simulated_tempering.log_weight(ladder, new.point.loglik, new.log_pseudo_prior)
+        stats = step_stats(
+            new.point.loglik,
+            info.acceptance_rate,
+            info.is_accepted,
+            info.step_size,
+            evals,
+            nonfinite=info.nonfinite,
+            extra={"temperature_index": new.index, "beta": ladder[new.index], "log_weight": log_weight},
+        )
+        return new, stats, info.acceptance_rate
+
+    def warmup_step(key, state, t):
+        new, stats, prob = one_step(key, state)
+        if adapt:
+            c = simulated_tempering.wang_landau_update(new.log_pseudo_prior, new.index, t, wang_landau_rate)
+            new = new._replace(log_pseudo_prior=c, step_size=rule.update(new.step_size, prob))
+        return new, stats
+
+    def finalize(state):
+        return state, {"log_pseudo_prior": state.log_pseudo_prior, "step_size": state.step_size, "betas": ladder}
+
+    def step(key, state, params):
+        new, stats, _ = one_step(
+            key, state._replace(log_pseudo_prior=params["log_pseudo_prior"], step_size=params["step_size"])
+        )
+        return new, stats
+
+    return BoundSampler(
+        "simulated-tempering",
+        init=lambda key, position: simulated_tempering.init(position, logdensity_fn, k, step0),
+        warmup_step=warmup_step,
+        finalize=finalize,
+        step=step,
+        position=lambda state: state.point.position,
+        adapts_in_warmup=bool(adapt),
+    )
+
+
+@register_sampler(
+    "equi-energy", "equi-energy sampler (Kou et al. 2006): energy rings, temperature ladder, bounded ring histories"
+)
+def build_equi_energy(
+    target: Target,
+    num_warmup: int,
+    energy_levels=equi_energy.KOU_ENERGY_LEVELS,
+    temperatures=equi_energy.KOU_TEMPERATURES,
+    p_ee=0.1,
+    step_size=0.25,
+    buffer_size=2000,
+    stagger=None,
+):
+    """The equi-energy sampler (:mod:`gradmc.continuous.equi_energy`).
+
+    Parameters
+    ----------
+    target : Target
+        The distribution.
+    num_warmup : int
+        Warm-up steps (plain kernel steps; the levels start one after another).
+    energy_levels : array_like
+        H_0..H_{K-1}.
+    temperatures : array_like
+        T_0 = 1 .. T_{K-1}.
+    p_ee : float
+        The equi-energy jump probability.
+    step_size : float
+        tau, the Metropolis standard deviation at T = 1 (level i uses tau sqrt(T_i)).
+    buffer_size : int
+        Points kept per level and ring.
+    stagger : int, optional
+        Steps between the starts of successive levels (default num_warmup // K).
+    """
+    levels, temps = equi_energy.check_ladder(energy_levels, temperatures)
+    k = levels.size
+    kernel = equi_energy.build_kernel(
+        levels, temps, p_ee, step_size, buffer_size, num_warmup // k if stagger is None else stagger
+    )
+    scale = equi_energy.level_scales(step_size, temps)[0]
+    params = {"energy_levels": jnp.asarray(levels, jnp.float32), "temperatures": jnp.asarray(temps, jnp.float32)}
+    logdensity_fn = target.logdensity_fn
+
+    def one_step(key, state):
+        new, info = kernel(key, state, logdensity_fn)
+        return new, step_stats(
+            -new.energies[0],
+            info.acceptance_rate[0],
+            info.is_accepted[0],
+            scale,
+            0,
+            nonfinite=info.nonfinite[0],
+            extra={"ee_jump": info.ee_jump[0] & info.is_accepted[0]},
+        )
+
+    return _plain_sampler(
+        "equi-energy",
+        lambda key, position: equi_energy.init(position, logdensity_fn, k, int(buffer_size)),
+        one_step,
+        params,
+        lambda state: state.positions[0],
+    )

@@ -1,0 +1,617 @@
+"""The registered discrete samplers: one ``@register_sampler`` builder per name, and the one
+table of their defaults.
+
+Each builder ``build(target, num_warmup, **options) -> BoundSampler`` checks its options,
+builds the pure kernel of its module (:mod:`~gradmc.discrete.ncg`, :mod:`~gradmc.discrete.avg`,
+:mod:`~gradmc.discrete.pavg`, :mod:`~gradmc.discrete.block_gibbs`, :mod:`~gradmc.discrete.gwg`,
+:mod:`~gradmc.discrete.uniform`, :mod:`~gradmc.discrete.gibbs`,
+:mod:`~gradmc.discrete.lattice_metropolis`, :mod:`~gradmc.discrete.hams`) and wraps it in a
+:class:`~gradmc.base.BoundSampler` (:func:`~gradmc.discrete.proposals.fixed_sampler`, or
+PAVG's learning warm-up).
+
+The defaults of the options are written once, in the builders' signatures; :func:`defaults`
+reads them. :data:`KERNELS` names the kernel module of each sampler that also runs outside
+the runner (PCD's chains, plain loops) and the options that set its kernel;
+:func:`kernel_options` completes given options with the defaults, and :func:`algorithm`
+builds the BlackJAX ``SamplingAlgorithm`` of a sampler by name.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from types import ModuleType
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from gradmc.adapt.preconditioner import DEFAULTS as LEARNING_DEFAULTS
+from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
+from gradmc.base import BoundSampler, SamplingAlgorithm, Target
+from gradmc.checks import check_positive_param, check_radius, check_symmetric
+from gradmc.discrete import avg, block_gibbs, gibbs, gwg, hams, lattice_metropolis, ncg, pavg, uniform
+from gradmc.discrete.proposals import check_space, fixed_sampler, stats
+from gradmc.discrete.second_order import check_w, dhams_preconditioner, pdhams_preconditioner
+from gradmc.registry import register_sampler
+from gradmc.spaces import Categorical, DiscreteSpace
+
+__all__ = [
+    "KernelEntry",
+    "KERNELS",
+    "defaults",
+    "kernel_options",
+    "algorithm",
+    "build_ncg",
+    "build_avg",
+    "build_pavg",
+    "build_block_gibbs",
+    "build_gwg",
+    "build_ordinal_gwg",
+    "build_mh_uniform",
+    "build_gibbs",
+    "build_lattice_metropolis",
+    "build_pavg_variance",
+]
+
+_BUILDERS: dict[str, Callable] = {}
+
+
+def _register(name: str, description: str):
+    """``register_sampler(name, description, kind="discrete")``, keeping the builder for :func:`defaults`."""
+
+    def decorate(build):
+        _BUILDERS[name] = build
+        return register_sampler(name, description, kind="discrete")(build)
+
+    return decorate
+
+
+def _step_size_stats(state, info, params):
+    return stats(state, info, params["step_size"])
+
+
+# -- Rhodes & Gutmann (2022): NCG, AVG, PAVG, block Gibbs --------------------------------------
+
+
+@_register("ncg", "norm-constrained gradient sampler (Rhodes & Gutmann 2022, Alg. B.1), step size ε")
+def build_ncg(target: Target, num_warmup: int, step_size=0.5):
+    """NCG (:mod:`gradmc.discrete.ncg`).
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A target on a discrete space.
+    num_warmup : int
+        Warm-up steps (ordinary steps: nothing adapts).
+    step_size : float
+        ε > 0 (default 0.5, the paper's Ising value; tune with :mod:`gradmc.tuning`).
+    """
+    del num_warmup
+    space = check_space(target, "ncg")
+    step_size = check_positive_param("NCG step size ε", step_size)
+    kernel = ncg.build_kernel()
+    return fixed_sampler(
+        "ncg",
+        lambda key, position: ncg.init(position, target.logdensity_fn),
+        lambda key, state, step_size: kernel(key, state, target.logdensity_fn, space, step_size),
+        {"step_size": step_size},
+        _step_size_stats,
+    )
+
+
+@_register("avg", "auxiliary-variable gradient sampler (Rhodes & Gutmann 2022, Alg. B.2), step size ε")
+def build_avg(target: Target, num_warmup: int, step_size=0.2):
+    """AVG (:mod:`gradmc.discrete.avg`).
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A target on a discrete space.
+    num_warmup : int
+        Warm-up steps (ordinary steps: nothing adapts).
+    step_size : float
+        ε > 0 (default 0.2, the paper's Ising value).
+    """
+    del num_warmup
+    space = check_space(target, "avg")
+    step_size = check_positive_param("AVG step size ε", step_size)
+    kernel = avg.build_kernel()
+    return fixed_sampler(
+        "avg",
+        lambda key, position: avg.init(position, target.logdensity_fn),
+        lambda key, state, step_size: kernel(key, state, target.logdensity_fn, space, step_size),
+        {"step_size": step_size},
+        _step_size_stats,
+    )
+
+
+@_register(
+    "pavg",
+    "preconditioned auxiliary-variable gradient sampler (Rhodes & Gutmann 2022, Alg. B.3); "
+    "M given or learned in warm-up (Alg. F.4/F.5)",
+)
+def build_pavg(
+    target: Target,
+    num_warmup: int,
+    step_size=0.2,
+    M=None,
+    initial_step_size=None,
+    adapt_gamma: bool = True,
+    num_fit: int = LEARNING_DEFAULTS["num_fit"],
+    refit_interval: int = LEARNING_DEFAULTS["refit_interval"],
+    adapt_rate: float = LEARNING_DEFAULTS["adapt_rate"],
+    decay: float = LEARNING_DEFAULTS["decay"],
+):
+    """PAVG (:mod:`gradmc.discrete.pavg`) with M given or learned in warm-up (Alg. F.4/F.5).
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A target on a discrete space.
+    num_warmup : int
+        Warm-up steps; learning M needs ``num_warmup >= 200``.
+    step_size : float
+        ε > 0 (default 0.2).
+    M : array_like, optional
+        The preconditioner, symmetric (n, n). None: learn it by Alg. F.4 from the first
+        ``min(num_fit, num_warmup // 2)`` warm-up steps.
+    initial_step_size : float, optional
+        The ε used before M is fitted (default ``step_size``; the paper's poly2 runs use
+        0.02 then 1000).
+    adapt_gamma : bool
+        Scale γM by AdaptGamma (Alg. F.5) every ``refit_interval`` warm-up steps.
+    num_fit, refit_interval : int
+        N_M and N_adapt of Alg. F.4.
+    adapt_rate, decay : float
+        AdaptGamma's rate and its decay per window.
+    """
+    space = check_space(target, "pavg")
+    step_size = check_positive_param("PAVG step size ε", step_size)
+    if initial_step_size is not None:
+        initial_step_size = check_positive_param("PAVG initial step size ε", initial_step_size)
+    if M is not None:
+        M = check_symmetric(M, "PAVG preconditioner M", space.dim, rtol=1e-5)
+    elif int(num_warmup) < 200:
+        raise ValueError(
+            f"pavg learns its preconditioner M during warm-up and needs num_warmup >= 200 (got {num_warmup}); "
+            "pass M= to use a given preconditioner"
+        )
+    for name, value in (("num_fit", num_fit), ("refit_interval", refit_interval)):
+        if int(value) != value or int(value) < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if not (float(adapt_rate) > 0.0 and 0.0 < float(decay) <= 1.0):
+        raise ValueError(f"adapt_rate must be > 0 and decay in (0, 1], got {adapt_rate!r}, {decay!r}")
+    kernel = pavg.build_kernel()
+    kernel_init = lambda key, position: pavg.init(position, target.logdensity_fn)  # noqa: E731
+
+    def pavg_stats(state, info, gamma):
+        return stats(state, info, step_size, extra={"gamma": jnp.asarray(gamma, jnp.float32)})
+
+    if M is not None and not adapt_gamma:
+        # A fixed kernel: the preconditioner is a constant shared by all chains (not a
+        # per-chain parameter), so its mat-vecs batch across chains.
+        precond = make_preconditioner(M, step_size)
+        return fixed_sampler(
+            "pavg",
+            kernel_init,
+            lambda key, state, step_size: kernel(key, state, target.logdensity_fn, space, precond),
+            {"step_size": step_size},
+            lambda state, info, params: pavg_stats(state, info, 1.0),
+        )
+    return learning_sampler(
+        "pavg",
+        kernel_init,
+        lambda key, state, precond: kernel(key, state, target.logdensity_fn, space, precond),
+        pavg_stats,
+        space.dim,
+        step_size,
+        num_warmup,
+        M=M,
+        initial_step_size=initial_step_size,
+        adapt=bool(adapt_gamma),
+        num_fit=int(num_fit),
+        refit_interval=int(refit_interval),
+        adapt_rate=float(adapt_rate),
+        decay=float(decay),
+    )
+
+
+@_register(
+    "block-gibbs",
+    "exact auxiliary-variable block Gibbs for quadratic log densities (Martens & Sutskever 2010; PAVG with the true M)",
+)
+def build_block_gibbs(target: Target, num_warmup: int, M=None, step_size=1.0):
+    """Block Gibbs (:mod:`gradmc.discrete.block_gibbs`), exact for quadratic f.
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A quadratic target on a discrete space.
+    num_warmup : int
+        Warm-up steps (ordinary steps: nothing adapts).
+    M : array_like, optional
+        The Hessian of f (default: J + Jᵀ from ``target.metadata["J"]``).
+    step_size : float
+        ε > 0; any value gives an exact sampler (it sets d_ε = max(0, −λ_min) + 2/ε).
+    """
+    del num_warmup
+    space = check_space(target, "block-gibbs")
+    M = block_gibbs.hessian_of(target) if M is None else M
+    M = check_symmetric(M, "block-Gibbs Hessian M", space.dim, rtol=1e-5)
+    step_size = check_positive_param("block-Gibbs step size ε", step_size)
+    kernel = block_gibbs.build_kernel()
+    precond = make_preconditioner(M, step_size)  # a constant shared by all chains
+    return fixed_sampler(
+        "block-gibbs",
+        lambda key, position: block_gibbs.init(position, target.logdensity_fn),
+        lambda key, state, step_size: kernel(key, state, target.logdensity_fn, space, precond),
+        {"step_size": step_size},
+        _step_size_stats,
+    )
+
+
+# -- local moves: GWG, ordinal-GWG, MH-uniform, Gibbs, lattice Metropolis ------------------------
+
+
+def _gwg_sampler(name: str, target: Target, radius) -> BoundSampler:
+    space = check_space(target, name)
+    radius = check_radius(radius)
+    kernel = gwg.build_kernel()
+    return fixed_sampler(
+        name,
+        lambda key, position: gwg.init(position, target.logdensity_fn),
+        lambda key, state, radius: kernel(key, state, target.logdensity_fn, space, radius),
+        {"radius": radius},
+        lambda state, info, params: stats(state, info, extra={"radius": params["radius"].astype(jnp.float32)}),
+    )
+
+
+@_register("gwg", "Gibbs-with-Gradients, Hamming ball of radius 1 (Grathwohl et al. 2021; eq. 6)")
+def build_gwg(target: Target, num_warmup: int):
+    """Gibbs-with-Gradients (:mod:`gradmc.discrete.gwg`, radius 1); no options.
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A target on a discrete space.
+    num_warmup : int
+        Warm-up steps (ordinary steps: nothing adapts).
+    """
+    del num_warmup
+    return _gwg_sampler("gwg", target, 1)
+
+
+@_register(
+    "ordinal-gwg", "ordinal Gibbs-with-Gradients: one coordinate moves up to r values (Rhodes & Gutmann 2022, App. G)"
+)
+def build_ordinal_gwg(target: Target, num_warmup: int, radius=1):
+    """Ordinal Gibbs-with-Gradients (:mod:`gradmc.discrete.gwg`) on ordered values.
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A target on Binary, Spin or Ordinal values.
+    num_warmup : int
+        Warm-up steps (ordinary steps: nothing adapts).
+    radius : int
+        r ≥ 1 (the paper tunes it, e.g. 16 / 8 for poly2 / poly4).
+    """
+    del num_warmup
+    if isinstance(target.space, Categorical):
+        raise ValueError("ordinal-gwg needs ordered values (Binary, Spin, Ordinal); use gwg on Categorical spaces")
+    return _gwg_sampler("ordinal-gwg", target, radius)
+
+
+@_register(
+    "mh-uniform", "Metropolis-Hastings, uniform proposal on the hypercube of radius r (Rhodes & Gutmann 2022, App. G)"
+)
+def build_mh_uniform(target: Target, num_warmup: int, radius=1):
+    """MH-uniform (:mod:`gradmc.discrete.uniform`).
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A target on a discrete space.
+    num_warmup : int
+        Warm-up steps (ordinary steps: nothing adapts).
+    radius : int
+        r ≥ 1 (2 / 1 for poly2 / poly4 in the paper).
+    """
+    del num_warmup
+    space = check_space(target, "mh-uniform")
+    radius = check_radius(radius)
+    kernel = uniform.build_kernel()
+    return fixed_sampler(
+        "mh-uniform",
+        lambda key, position: uniform.init(position, target.logdensity_fn),
+        lambda key, state, radius: kernel(key, state, target.logdensity_fn, space, radius),
+        {"radius": radius},
+        lambda state, info, params: stats(
+            state, info, num_grad_evals=0, extra={"radius": params["radius"].astype(jnp.float32)}
+        ),
+    )
+
+
+@_register(
+    "gibbs",
+    "single-site Gibbs from exact full conditionals, random or systematic scan (one coordinate per step)",
+)
+def build_gibbs(target: Target, num_warmup: int, scan: str = "random"):
+    """Single-site Gibbs (:mod:`gradmc.discrete.gibbs`). One step = one coordinate update
+    (k log-density evaluations, batched); d steps make a sweep.
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A target on a discrete space.
+    num_warmup : int
+        Warm-up steps (ordinary steps: nothing adapts).
+    scan : {"random", "systematic"}
+        Which coordinate a step updates.
+    """
+    del num_warmup
+    space = check_space(target, "gibbs")
+    kernel = gibbs.build_kernel(gibbs.check_scan(scan))
+    k = space.num_values
+    return fixed_sampler(
+        "gibbs",
+        lambda key, position: gibbs.init(position, target.logdensity_fn),
+        lambda key, state: kernel(key, state, target.logdensity_fn, space),
+        {},
+        lambda state, info, params: stats(state, info, num_grad_evals=0, extra={"logdensity_evals": jnp.float32(k)}),
+    )
+
+
+@_register(
+    "lattice-metropolis",
+    "Metropolis on a lattice (Zhou & Tan 2025): one random coordinate moves by k ~ U{-r..r}; off-lattice rejected",
+)
+def build_lattice_metropolis(target: Target, num_warmup: int, radius=2):
+    """The lattice Metropolis (:mod:`gradmc.discrete.lattice_metropolis`).
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A target on Binary, Spin or Ordinal values.
+    num_warmup : int
+        Warm-up steps (ordinary steps: nothing adapts).
+    radius : int
+        r ≥ 1 (the papers' tuned r = 2 on the discrete Gaussian).
+    """
+    del num_warmup
+    space = hams.check_space(target)
+    radius = check_radius(radius)
+    kernel = lattice_metropolis.build_kernel()
+    return fixed_sampler(
+        "lattice-metropolis",
+        lambda key, position: lattice_metropolis.init(position, target.logdensity_fn),
+        lambda key, state, radius: kernel(key, state, target.logdensity_fn, space, radius),
+        {"radius": radius},
+        lambda state, info, params: stats(state, info, num_grad_evals=0),
+    )
+
+
+# -- Zhou & Tan (2025): DHAMS, PDHAMS, PAVG's variance form ---------------------------------------
+
+
+def _hams_sampler(name, target, space, precond, epsilon, phi, beta, delta) -> BoundSampler:
+    """The HAMS kernel without adaptation; the preconditioner is a constant shared by all
+    chains, so its mat-vecs batch across chains.
+    """
+    kernel = hams.build_kernel(beta)
+    return fixed_sampler(
+        name,
+        lambda key, position: hams.init(position, target.logdensity_fn, key),
+        lambda key, state, epsilon, phi: kernel(key, state, target.logdensity_fn, space, precond, epsilon, phi),
+        {"epsilon": jnp.float32(epsilon), "phi": jnp.float32(phi)},
+        lambda state, info, params: stats(
+            state, info, delta, extra={"log_ratio": jnp.asarray(info.log_ratio, jnp.float32)}
+        ),
+    )
+
+
+def _w_of(target: Target, W, name: str) -> np.ndarray:
+    if W is None:
+        W = target.metadata.get("W")
+    if W is None:
+        raise ValueError(
+            f"{name} needs W (the second-order model): pass W=, e.g. from "
+            "gradmc.tuning.calibration.calibrate_w, or fit_w_gradients / fit_w_values of "
+            "gradmc.discrete.second_order on burn-in draws"
+        )
+    return check_w(W, hams.check_space(target).dim)
+
+
+def _dhams_builder(name, beta_default, settings):
+    delta0, eps0, _, phi0 = settings
+
+    def build(target: Target, num_warmup: int, delta=delta0, epsilon=eps0, phi=phi0, beta=beta_default):
+        del num_warmup
+        space = hams.check_space(target)
+        hams.check_hyper(epsilon, beta, delta)
+        precond = dhams_preconditioner(delta, space.dim)
+        return _hams_sampler(name, target, space, precond, epsilon, float(phi) / float(delta), beta, delta)
+
+    build.__doc__ = f"""{name.upper()} (:mod:`gradmc.discrete.hams` with W = 0, D = δ⁻² I, L = δ⁻¹ I); the defaults are
+    the DHAMS code's discrete-Gaussian values.
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A target on Binary, Spin or Ordinal values.
+    num_warmup : int
+        Warm-up steps (ordinary steps: nothing adapts).
+    delta : float
+        δ > 0 (default {delta0}).
+    epsilon : float
+        The auto-regression ε ∈ [0, 1) (default {eps0}).
+    phi : float
+        The gradient correction φ in the DHAMS parametrisation (default {phi0}).
+    beta : float
+        The over-relaxation β ∈ (0, 1] (default {beta_default}).
+    """
+    return build
+
+
+_register("v-dhams", "vanilla discrete HAMS (Zhou & Tan, DHAMS): δ, ε, φ; β = 1")(
+    _dhams_builder("v-dhams", 1.0, hams.DHAMS_SETTINGS["v-dhams"])
+)
+_register("o-dhams", "over-relaxed discrete HAMS (Zhou & Tan, DHAMS): δ, ε, φ, β < 1")(
+    _dhams_builder("o-dhams", 0.1, hams.DHAMS_SETTINGS["o-dhams"])
+)
+
+
+def _pdhams_builder(name, beta_default, eps_default, phi_default):
+    def build(
+        target: Target, num_warmup: int, W=None, delta=1.0, epsilon=eps_default, phi=phi_default, beta=beta_default
+    ):
+        del num_warmup
+        space = hams.check_space(target)
+        hams.check_hyper(epsilon, beta, delta)
+        precond = pdhams_preconditioner(_w_of(target, W, name), delta)
+        return _hams_sampler(name, target, space, precond, epsilon, phi, beta, delta)
+
+    build.__doc__ = f"""{name.upper()} (:mod:`gradmc.discrete.hams` with a second-order model W).
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A target on Binary, Spin or Ordinal values.
+    num_warmup : int
+        Warm-up steps (ordinary steps: nothing adapts).
+    W : array_like, optional
+        The second-order model (default: the target's ``metadata['W']``; else calibrate
+        it with :func:`gradmc.tuning.calibration.calibrate_w`).
+    delta : float
+        δ > 0: D = (δ − λ_min W) I.
+    epsilon : float
+        The auto-regression ε ∈ [0, 1) (default {eps_default}).
+    phi : float
+        The gradient correction φ (default {phi_default}).
+    beta : float
+        The over-relaxation β ∈ (0, 1] (default {beta_default}).
+    """
+    return build
+
+
+_register("v-pdhams", "vanilla preconditioned discrete HAMS (Zhou & Tan 2025, Alg. 1): W, δ, ε, φ; β = 1")(
+    _pdhams_builder("v-pdhams", 1.0, 0.9, 0.0)
+)
+_register("o-pdhams", "over-relaxed preconditioned discrete HAMS (Zhou & Tan 2025, Alg. 3): W, δ, ε, φ, β")(
+    _pdhams_builder("o-pdhams", 0.1, 0.9, 0.0)
+)
+
+
+@_register("pavg-variance", "PAVG in Zhou & Tan's variance form = PDHAMS with ε = 0, φ = 0, β = 1: W, δ")
+def build_pavg_variance(target: Target, num_warmup: int, W=None, delta=1.0):
+    """PAVG in Zhou & Tan's variance form: :mod:`gradmc.discrete.hams` with ε = 0, φ = 0, β = 1.
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A target on Binary, Spin or Ordinal values.
+    num_warmup : int
+        Warm-up steps (ordinary steps: nothing adapts).
+    W : array_like, optional
+        The second-order model (default: the target's ``metadata['W']``).
+    delta : float
+        δ > 0: D = (δ − λ_min W) I.
+    """
+    del num_warmup
+    space = hams.check_space(target)
+    hams.check_hyper(delta=delta)
+    precond = pdhams_preconditioner(_w_of(target, W, "pavg-variance"), delta)
+    return _hams_sampler("pavg-variance", target, space, precond, 0.0, 0.0, 1.0, delta)
+
+
+# -- the table -------------------------------------------------------------------------------------
+
+
+class KernelEntry(NamedTuple):
+    """A row of :data:`KERNELS`.
+
+    Parameters
+    ----------
+    module : module
+        The pure kernel module (``init``, ``build_kernel``, ``as_top_level_api``).
+    options : tuple of str
+        The registered options that set the kernel (the builder's others only steer its
+        warm-up); ``module.as_top_level_api`` takes them by these names.
+    """
+
+    module: ModuleType
+    options: tuple[str, ...]
+
+
+#: The discrete samplers whose kernel also runs outside the runner (PCD's chains, plain
+#: loops): the kernel module and the options that set the kernel. The defaults of the
+#: options are the registered builder's (:func:`defaults`).
+KERNELS: dict[str, KernelEntry] = {
+    "ncg": KernelEntry(ncg, ("step_size",)),
+    "avg": KernelEntry(avg, ("step_size",)),
+    "pavg": KernelEntry(pavg, ("step_size", "M")),
+    "block-gibbs": KernelEntry(block_gibbs, ("M", "step_size")),
+    "gwg": KernelEntry(gwg, ()),
+    "ordinal-gwg": KernelEntry(gwg, ("radius",)),
+    "mh-uniform": KernelEntry(uniform, ("radius",)),
+    "gibbs": KernelEntry(gibbs, ("scan",)),
+    "lattice-metropolis": KernelEntry(lattice_metropolis, ("radius",)),
+}
+
+
+def defaults(name: str) -> dict:
+    """The default options of the registered discrete sampler ``name``, read from its builder.
+
+    Parameters
+    ----------
+    name : str
+        A registered discrete sampler (e.g. ``"ncg"``).
+    """
+    if name not in _BUILDERS:
+        raise ValueError(f"unknown discrete sampler {name!r}; valid: {', '.join(sorted(_BUILDERS))}")
+    parameters = list(inspect.signature(_BUILDERS[name]).parameters.values())[2:]  # after target, num_warmup
+    return {p.name: p.default for p in parameters}
+
+
+def kernel_options(name: str, **options) -> dict:
+    """The options that set the kernel of ``name`` (:data:`KERNELS`): its builder's defaults,
+    updated by ``options``.
+
+    Raises ``ValueError`` for a name without a row in :data:`KERNELS` or an option that
+    does not set the kernel.
+
+    Parameters
+    ----------
+    name : str
+        A sampler of :data:`KERNELS`.
+    **options
+        Values for some of the kernel's options.
+    """
+    if name not in KERNELS:
+        raise ValueError(f"{name!r} has no kernel to run outside the runner; valid: {', '.join(KERNELS)}")
+    allowed = KERNELS[name].options
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"{name!r} has no option(s) {unknown} that set its kernel; its kernel options are {sorted(allowed)}"
+        )
+    return {**{key: value for key, value in defaults(name).items() if key in allowed}, **options}
+
+
+def algorithm(name: str, logdensity_fn: Callable, space: DiscreteSpace, **options) -> SamplingAlgorithm:
+    """The BlackJAX ``SamplingAlgorithm`` of the sampler ``name`` with its kernel options
+    (defaults from :func:`defaults`), for a plain ``state, info = alg.step(key, state)`` loop.
+
+    Parameters
+    ----------
+    name : str
+        A sampler of :data:`KERNELS`.
+    logdensity_fn : callable
+        The target's log density f.
+    space : gradmc.spaces.DiscreteSpace
+        The target's space.
+    **options
+        Kernel options, as for :func:`kernel_options`.
+    """
+    return KERNELS[name].module.as_top_level_api(logdensity_fn, space, **kernel_options(name, **options))

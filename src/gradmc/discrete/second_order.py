@@ -1,0 +1,307 @@
+"""The second-order model of the HAMS family: W, D, L (Zhou & Tan 2025; the discrete-HAMS
+algorithm statement, docs/discrete-hams.md §7–§8).
+
+* **W** — the global second-order model f(s) ≈ f(x) + ∇f(x)ᵀ(s−x) + ½(s−x)ᵀW(s−x), fitted
+  to pairs of consecutive burn-in draws (s⁽ⁱ⁾, s⁽ⁱ⁺¹⁾) of each chain (never across chains):
+
+  - :func:`fit_w_gradients` (method 1, PD eq. 38): min over symmetric W of
+    Σ_i |γ_i − W Δ_i|², Δ_i = s⁽ⁱ⁺¹⁾ − s⁽ⁱ⁾, γ_i = ∇f(s⁽ⁱ⁺¹⁾) − ∇f(s⁽ⁱ⁾); its normal equation
+    is the Lyapunov equation (XᵀX) W + W (XᵀX) = XᵀY + YᵀX (PD eq. 73), solved by
+    Bartels–Stewart (``scipy.linalg.solve_continuous_lyapunov``);
+  - :func:`fit_w_values` (method 2, PD eq. 39): ordinary least squares of
+    y_i = f(s⁽ⁱ⁺¹⁾) − f(s⁽ⁱ⁾) − ∇f(s⁽ⁱ⁾)ᵀΔ_i on ½ Δ_iᵀ W Δ_i, in θ = vech(W).
+
+  :func:`gradmc.tuning.calibration.calibrate_w` runs the burn-in chains.
+* **D** — :func:`lambda_shift`: D = (δ − λ_min(W)) I (§8.4), so λ_min(W + D) = δ.
+* **L** — :func:`factor`: L Lᵀ = W + D by Cholesky when cond(W + D) < 100, else
+  L = U Λ^{1/2} from the eigendecomposition (§8.5); L⁻¹ comes with it.
+* :class:`HamsPreconditioner` (W, D, L, L⁻¹) as the HAMS kernel takes it:
+  :func:`make_preconditioner`, :func:`pdhams_preconditioner` (PDHAMS and PAVG's variance
+  form) and :func:`dhams_preconditioner` (DHAMS as PDHAMS, §7.9).
+
+Everything but :func:`dhams_preconditioner` runs once, on the host, outside the jitted kernels.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.linalg import solve_continuous_lyapunov
+
+from gradmc.checks import check_symmetric, is_concrete
+
+__all__ = [
+    "MAX_CONDITION",
+    "HamsPreconditioner",
+    "check_w",
+    "check_delta",
+    "consecutive_pairs",
+    "fit_w_gradients",
+    "fit_w_values",
+    "lambda_shift",
+    "factor",
+    "make_preconditioner",
+    "pdhams_preconditioner",
+    "dhams_preconditioner",
+]
+
+#: Below this condition number of W + D, L is the Cholesky factor (§8.5).
+MAX_CONDITION = 100.0
+
+
+class HamsPreconditioner(NamedTuple):
+    """W, D, L and L⁻¹ of the second-order model, as the HAMS kernel takes them; each
+    matrix is (d, d), or (d,) when diagonal.
+
+    Parameters
+    ----------
+    W : jax.Array
+        The second-order model.
+    D : jax.Array
+        The diagonal shift, (d,).
+    L : jax.Array
+        A factor with L Lᵀ = W + D.
+    L_inv : jax.Array
+        L⁻¹.
+    """
+
+    W: jax.Array
+    D: jax.Array
+    L: jax.Array
+    L_inv: jax.Array
+
+
+def check_w(W, dim: int | None = None, what: str = "W") -> np.ndarray:
+    """``W`` as a float64 (d, d) array after checking it is square, finite and symmetric.
+
+    Parameters
+    ----------
+    W : array_like
+        The second-order model.
+    dim : int, optional
+        The dimension it must have.
+    what : str
+        How the message names it.
+    """
+    return check_symmetric(W, what, dim, rtol=0.0)
+
+
+def check_delta(delta) -> None:
+    """``ValueError`` unless the step size δ is a finite number > 0 (a traced δ passes).
+
+    Parameters
+    ----------
+    delta : float or tracer
+        The step size δ of D = (δ − λ_min W) I, or DHAMS's δ.
+    """
+    if is_concrete(delta) and not (np.isfinite(float(delta)) and float(delta) > 0):
+        raise ValueError(f"the step size δ must be a finite number > 0, got {delta}")
+
+
+# -- W from burn-in draws -------------------------------------------------------------------
+
+
+def consecutive_pairs(*arrays):
+    """The consecutive pairs (t, t+1) of each chain, stacked.
+
+    For arrays shaped (chain, draw, ...) returns, per array, ``(before, after)`` shaped
+    (chain·(draw−1), ...). Pairs never cross chains. A (draw, ...) array is one chain.
+
+    Parameters
+    ----------
+    *arrays : array_like
+        Positions (chain, draw, d) or (draw, d), and any per-draw arrays with the same
+        (chain, draw) shape (log densities, gradients).
+    """
+    out = [np.asarray(a, dtype=np.float64) for a in arrays]
+    if out[0].ndim == 2:  # one chain of positions (draw, d)
+        out = [a[None] for a in out]
+    elif out[0].ndim != 3:
+        raise ValueError(f"positions must be shaped (chain, draw, d) or (draw, d), got shape {out[0].shape}")
+    if out[0].shape[1] < 2:
+        raise ValueError("calibration needs at least 2 draws per chain")
+    pairs = []
+    for a in out:
+        if a.shape[:2] != out[0].shape[:2]:
+            raise ValueError(f"all inputs need the same (chain, draw) shape, got {a.shape[:2]} and {out[0].shape[:2]}")
+        tail = a.shape[2:]
+        pairs.append((a[:, :-1].reshape((-1,) + tail), a[:, 1:].reshape((-1,) + tail)))
+    return pairs
+
+
+def fit_w_gradients(positions, grads) -> np.ndarray:
+    """Method 1 (PD eq. 38): W = argmin_{W=Wᵀ} ||Y − X W||²_F by the Lyapunov equation (eq. 73).
+
+    Rows with Δ = 0 (rejected moves) contribute nothing. Raises ``ValueError`` unless XᵀX is
+    positive definite (the moves must span R^d).
+
+    Parameters
+    ----------
+    positions : array_like
+        Burn-in draws (chain, draw, d) (or (draw, d)).
+    grads : array_like
+        ∇f at the draws, the same shape.
+    """
+    (s0, s1), (g0, g1) = consecutive_pairs(positions, grads)
+    if s0.shape != g0.shape or s0.ndim != 2:
+        raise ValueError(f"positions and grads must both be (chain, draw, d), got {s0.shape} and {g0.shape}")
+    X, Y = s1 - s0, g1 - g0
+    A = X.T @ X
+    C = X.T @ Y + Y.T @ X
+    eig = np.linalg.eigvalsh(A)
+    if eig[0] <= 1e-10 * max(eig[-1], 1e-300):
+        raise ValueError(
+            f"the burn-in moves do not span all {A.shape[0]} directions (XᵀX is singular); "
+            "use more or longer burn-in chains"
+        )
+    W = solve_continuous_lyapunov(A, C)
+    return 0.5 * (W + W.T)
+
+
+def fit_w_values(positions, logdensities, grads) -> np.ndarray:
+    """Method 2 (PD eq. 39): OLS of y_i = f(s⁽ⁱ⁺¹⁾) − f(s⁽ⁱ⁾) − ∇f(s⁽ⁱ⁾)ᵀΔ_i on ½ Δ_iᵀ W Δ_i.
+
+    The design row of pair i has Δ_ik²/2 for (k, k) and Δ_ik Δ_il for k < l (θ = vech W).
+    Raises ``ValueError`` unless the design has full column rank (at least d(d+1)/2
+    informative pairs).
+
+    Parameters
+    ----------
+    positions : array_like
+        Burn-in draws (chain, draw, d) (or (draw, d)).
+    logdensities : array_like
+        f at the draws, (chain, draw).
+    grads : array_like
+        ∇f at the draws, (chain, draw, d).
+    """
+    (s0, s1), (f0, f1), (g0, _) = consecutive_pairs(positions, logdensities, grads)
+    if s0.ndim != 2 or f0.ndim != 1 or g0.shape != s0.shape:
+        raise ValueError("positions, grads must be (chain, draw, d) and logdensities (chain, draw)")
+    delta = s1 - s0
+    y = f1 - f0 - np.sum(g0 * delta, axis=1)
+    d = delta.shape[1]
+    iu, ju = np.triu_indices(d)
+    design = delta[:, iu] * delta[:, ju] * np.where(iu == ju, 0.5, 1.0)
+    theta, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
+    if rank < design.shape[1]:
+        raise ValueError(
+            f"the burn-in moves identify only {rank} of the {design.shape[1]} entries of W; "
+            "use more or longer burn-in chains (or method 1, fit_w_gradients)"
+        )
+    W = np.zeros((d, d))
+    W[iu, ju] = theta
+    W[ju, iu] = theta
+    return W
+
+
+# -- D and L ----------------------------------------------------------------------------------
+
+
+def lambda_shift(W, delta) -> np.ndarray:
+    """D = (δ − λ_min(W)) I as a (d,) vector (§8.4).
+
+    Parameters
+    ----------
+    W : array_like
+        The second-order model, symmetric (d, d).
+    delta : float
+        The step size δ > 0.
+    """
+    W = check_w(W)
+    check_delta(delta)
+    delta = float(delta)
+    return np.full(W.shape[0], delta - np.linalg.eigvalsh(W)[0])
+
+
+def factor(W, D, max_condition: float = MAX_CONDITION) -> tuple[np.ndarray, np.ndarray, str]:
+    """(L, L⁻¹, method) with L Lᵀ = W + diag(D): Cholesky if cond < ``max_condition`` else
+    L = U Λ^{1/2} (§8.5). Raises ``ValueError`` if W + D is not positive definite.
+
+    Parameters
+    ----------
+    W : array_like
+        The second-order model, symmetric (d, d).
+    D : array_like
+        The diagonal shift, (d,).
+    max_condition : float
+        The condition number below which L is the Cholesky factor.
+    """
+    W = check_w(W)
+    D = np.asarray(D, dtype=np.float64)
+    if D.shape != (W.shape[0],) or not np.all(np.isfinite(D)):
+        raise ValueError(f"D must be a finite vector of length {W.shape[0]}, got shape {D.shape}")
+    P = W + np.diag(D)
+    lam, U = np.linalg.eigh(P)
+    if lam[0] <= 1e-12 * max(abs(lam[-1]), 1.0):
+        raise ValueError(f"W + D must be positive definite (smallest eigenvalue {lam[0]:.3g}); increase D or δ")
+    if lam[-1] / lam[0] < max_condition:
+        L = np.linalg.cholesky(P)
+        return L, np.linalg.inv(L), "cholesky"
+    root = np.sqrt(lam)
+    return U * root, (U / root).T, "eigen"
+
+
+# -- the preconditioners of the HAMS samplers ----------------------------------------------------
+
+
+def make_preconditioner(W, D, L=None) -> HamsPreconditioner:
+    """The preconditioner of W (d, d), D (d,) and L with L Lᵀ = W + D (default: :func:`factor`, §8.5).
+
+    Raises ``ValueError`` for a non-symmetric W, a W + D that is not positive definite, or
+    an L that does not factor W + D.
+
+    Parameters
+    ----------
+    W : array_like
+        The second-order model, symmetric (d, d).
+    D : array_like
+        The diagonal shift, (d,).
+    L : array_like, optional
+        A factor of W + D; computed by :func:`factor` when omitted.
+    """
+    W = check_w(W)
+    D = np.asarray(D, np.float64)
+    if L is None:
+        L, L_inv, _ = factor(W, D)
+    else:
+        factor(W, D)  # checks W + D ≻ 0
+        L = np.asarray(L, np.float64)
+        P = W + np.diag(D)
+        if L.shape != W.shape or not np.allclose(L @ L.T, P, rtol=1e-5, atol=1e-5 * np.abs(P).max()):
+            raise ValueError("L must satisfy L Lᵀ = W + D")
+        L_inv = np.linalg.inv(L)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    return HamsPreconditioner(f32(W), f32(D), f32(L), f32(L_inv))
+
+
+def pdhams_preconditioner(W, delta) -> HamsPreconditioner:
+    """PDHAMS and PAVG's variance form: D = (δ − λ_min W) I (§8.4), L by §8.5.
+
+    Parameters
+    ----------
+    W : array_like
+        The second-order model, symmetric (d, d).
+    delta : float
+        The step size δ > 0.
+    """
+    check_delta(delta)
+    return make_preconditioner(W, lambda_shift(W, delta))
+
+
+def dhams_preconditioner(delta, dim: int) -> HamsPreconditioner:
+    """DHAMS as PDHAMS (§7.9): W = 0, D = δ⁻² I, L = δ⁻¹ I, all diagonal.
+
+    Parameters
+    ----------
+    delta : float or tracer
+        DHAMS's step size δ > 0.
+    dim : int
+        d, the number of coordinates.
+    """
+    check_delta(delta)
+    delta = jnp.asarray(delta, jnp.float32)
+    ones = jnp.ones(int(dim), jnp.float32)
+    return HamsPreconditioner(0.0 * ones, ones / delta**2, ones / delta, ones * delta)

@@ -1,0 +1,155 @@
+"""Helpers every experiment shares: budgets, figures, table cells, rank agreement.
+
+* :class:`Budget`: chains × (warm-up + kept draws), the budget of a fixed-length run;
+  experiments that need more (tuning runs, per-kind iteration counts) extend it.
+* :func:`pyplot` / :func:`save_figure`: matplotlib on the Agg backend (no display needed).
+* :func:`mean_sd_cell` / :func:`seeds_cell`: "mean (sd)" table cells; :func:`fenced`: a
+  plain-text table as a Markdown code block.
+* :func:`spearman`, :func:`descending_ranks`, :func:`rank_agreement`: how our ranking of
+  samplers agrees with a paper's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gradmc.report import format_table, pyplot, save_figure
+
+__all__ = [
+    "Budget",
+    "format_table",
+    "fenced",
+    "pyplot",
+    "save_figure",
+    "mean_sd_cell",
+    "seeds_cell",
+    "spearman",
+    "descending_ranks",
+    "rank_agreement",
+]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The iterations of a fixed-length run.
+
+    Parameters
+    ----------
+    chains : int
+        Independent chains (the papers' runs or repeats), run as one vmapped call.
+    warmup : int
+        Warm-up (adaptation) steps per chain.
+    draws : int
+        Kept draws per chain.
+    """
+
+    chains: int
+    warmup: int
+    draws: int
+
+
+def fenced(table: str) -> str:
+    """``table`` (e.g. from :func:`format_table`) as a Markdown code block.
+
+    Parameters
+    ----------
+    table : str
+        Plain text.
+    """
+    return f"```\n{table}\n```"
+
+
+def mean_sd_cell(mean: float, sd: float | None = None, fmt: str = ".3f", sd_fmt: str | None = None) -> str:
+    """A "mean (sd)" table cell; the mean alone when ``sd`` is None.
+
+    Parameters
+    ----------
+    mean : float
+        The mean.
+    sd : float, optional
+        The standard deviation.
+    fmt : str
+        Format spec of the mean (``".3f"``: three decimals).
+    sd_fmt : str, optional
+        Format spec of the sd (default ``fmt``).
+    """
+    text = f"{mean:{fmt}}"
+    return text if sd is None else f"{text} ({sd:{sd_fmt or fmt}})"
+
+
+def seeds_cell(values, fmt: str = ".3f", sd_fmt: str = ".3g") -> str:
+    """Mean (sd, ddof 1) of ``values`` (e.g. one cell over independent seeds); the mean alone
+    for a single value.
+
+    Parameters
+    ----------
+    values : array_like
+        The values, one per seed.
+    fmt, sd_fmt : str
+        Format specs of the mean and the sd.
+    """
+    values = np.asarray(values, np.float64)
+    return mean_sd_cell(float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else None, fmt, sd_fmt)
+
+
+def spearman(ours: dict, paper: dict, keys=None) -> float:
+    """Spearman rank correlation of ``ours`` and ``paper`` over the keys both have (NaN for
+    fewer than two).
+
+    Parameters
+    ----------
+    ours, paper : dict
+        Method -> score (or rank).
+    keys : sequence, optional
+        The methods to compare, in order (default: ``paper``'s keys).
+    """
+    from scipy.stats import spearmanr
+
+    names = [k for k in (paper if keys is None else keys) if k in ours and k in paper]
+    if len(names) < 2:
+        return float("nan")
+    return float(spearmanr([ours[n] for n in names], [paper[n] for n in names]).statistic)
+
+
+def descending_ranks(values) -> np.ndarray:
+    """Ranks with 1 = the largest value; ties share the average rank.
+
+    Parameters
+    ----------
+    values : array_like
+        The scores.
+    """
+    from scipy.stats import rankdata
+
+    return rankdata(-np.asarray(values, np.float64))
+
+
+def rank_agreement(ours: dict, paper: dict, keys=None) -> dict:
+    """How our scores (higher is better) rank the methods against a paper's.
+
+    Parameters
+    ----------
+    ours, paper : dict
+        Method -> score, higher is better (e.g. min ESS/s).
+    keys : sequence, optional
+        The methods to compare, in order (default: ``paper``'s keys); those missing from
+        either dict are left out.
+
+    Returns
+    -------
+    dict
+        ``methods`` (compared), ``ours_rank`` and ``paper_rank`` (1 = best), ``spearman``
+        and ``same_best`` (both put the same method first).
+    """
+    names = [k for k in (paper if keys is None else keys) if k in ours and k in paper]
+    a, b = [ours[m] for m in names], [paper[m] for m in names]
+    return {
+        "methods": names,
+        "ours_rank": descending_ranks(a),
+        "paper_rank": descending_ranks(b),
+        "spearman": spearman(ours, paper, names) if len(names) > 2 else math.nan,
+        "same_best": bool(names) and names[int(np.argmax(a))] == names[int(np.argmax(b))],
+    }

@@ -1,0 +1,255 @@
+"""The pure chain loop every driver in gradmc is built on: keys, chunks, shared parameters.
+
+* Keys: a run's root key ``key(seed)`` gives the chain keys (``fold_in(root, 0)``), the
+  keys of the starting positions (``fold_in(root, 1)``) and of the samplers' ``init``
+  (``fold_in(root, 2)``); the key of chain ``c`` at global step ``t`` is
+  ``fold_in(chain_key[c], t)`` (:func:`step_keys`). The same seed therefore gives
+  bit-identical draws whatever the chunk size, the device count, or a resume.
+* Chains are ``vmap``ped with the axis name ``"chain"`` (:func:`warmup_step_fn`,
+  :func:`draw_step_fn`), so a warm-up may pool statistics with ``lax.pmean``.
+* :func:`chunk_function` runs ``length`` recorded iterations as one ``lax.scan``.
+* :func:`shared_axes` passes parameters equal in every chain once, not per chain.
+* :func:`run_chains` is a whole run (warm-up, then kept steps) as one jittable function.
+
+Nothing here touches the host (no timing, no progress, no files: see :mod:`gradmc.run.sampling`)
+except :func:`check_num_warmup`, the warm-up length check every driver shares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gradmc.base import BoundSampler, StepStats
+
+__all__ = [
+    "check_num_warmup",
+    "RunKeys",
+    "run_keys",
+    "step_keys",
+    "warmup_step_fn",
+    "draw_step_fn",
+    "chunk_function",
+    "chunk_lengths",
+    "shared_axes",
+    "run_chains",
+]
+
+
+def check_num_warmup(num_warmup) -> int:
+    """``num_warmup`` as an int, after checking it is a non-negative integer.
+
+    Parameters
+    ----------
+    num_warmup : int
+        Warm-up steps per chain (0 is allowed).
+    """
+    if int(num_warmup) < 0 or float(num_warmup) != int(num_warmup):
+        raise ValueError(f"num_warmup must be a non-negative integer, got {num_warmup!r}")
+    return int(num_warmup)
+
+
+class RunKeys(NamedTuple):
+    """The keys of one run: per-chain step keys, the starting-position key, per-chain init keys.
+
+    Parameters
+    ----------
+    chain : jax.Array
+        ``(num_chains,)`` keys; chain ``c``'s step ``t`` uses ``fold_in(chain[c], t)``.
+    positions : jax.Array
+        The key of the starting positions.
+    init : jax.Array
+        ``(num_chains,)`` keys of the samplers' ``init``.
+    """
+
+    chain: jax.Array
+    positions: jax.Array
+    init: jax.Array
+
+
+def run_keys(seed: int, num_chains: int) -> RunKeys:
+    """The keys :func:`gradmc.sample` derives from ``seed`` for ``num_chains`` chains.
+
+    Parameters
+    ----------
+    seed : int
+        The run's seed.
+    num_chains : int
+        The number of chains.
+    """
+    root = jax.random.key(seed)
+    return RunKeys(
+        chain=jax.random.split(jax.random.fold_in(root, 0), num_chains),
+        positions=jax.random.fold_in(root, 1),
+        init=jax.random.split(jax.random.fold_in(root, 2), num_chains),
+    )
+
+
+def step_keys(chain_keys: jax.Array, t) -> jax.Array:
+    """The keys of every chain at global step ``t``: ``fold_in(chain_key[c], t)``.
+
+    Parameters
+    ----------
+    chain_keys : jax.Array
+        ``(num_chains,)`` chain keys.
+    t : int or jax.Array
+        The global step (warm-up steps count).
+    """
+    return jax.vmap(jax.random.fold_in, (0, None))(chain_keys, t)
+
+
+def warmup_step_fn(bound: BoundSampler) -> Callable:
+    """``step(keys, states, t, params) -> (states, stats)``: one warm-up step of every chain
+    (``params`` is unused: warm-up states carry what they adapt).
+
+    Parameters
+    ----------
+    bound : BoundSampler
+        The sampler bound to its target.
+    """
+
+    def step(keys, states, t, params):
+        del params
+        return jax.vmap(bound.warmup_step, in_axes=(0, 0, None), axis_name="chain")(keys, states, t)
+
+    return step
+
+
+def draw_step_fn(bound: BoundSampler, axes) -> Callable:
+    """``step(keys, states, t, params) -> (states, stats)``: one fixed-kernel step of every
+    chain; ``axes`` (from :func:`shared_axes`) says which parameters are per chain.
+
+    Parameters
+    ----------
+    bound : BoundSampler
+        The sampler bound to its target.
+    axes : pytree or int
+        ``vmap`` axes of the parameters (``None`` for shared ones).
+    """
+
+    def step(keys, states, t, params):
+        del t
+        return jax.vmap(bound.step, in_axes=(0, 0, axes), axis_name="chain")(keys, states, params)
+
+    return step
+
+
+def _merge_thinned(stats: StepStats) -> StepStats:
+    """Summarise the ``thinning`` steps between two kept draws (leading axis)."""
+    return StepStats(
+        logdensity=stats.logdensity[-1],
+        acceptance_rate=stats.acceptance_rate.mean(0),
+        is_accepted=stats.is_accepted.any(0),
+        step_size=stats.step_size[-1],
+        num_grad_evals=stats.num_grad_evals.sum(0),
+        diverging=stats.diverging.any(0),
+        nonfinite=stats.nonfinite.any(0),
+        extra=jax.tree.map(lambda x: x.mean(0) if jnp.issubdtype(x.dtype, jnp.floating) else x[-1], stats.extra),
+    )
+
+
+def chunk_function(chain_step: Callable, observe: Callable | None, thinning: int, length: int) -> Callable:
+    """``chunk(chain_keys, states, params, first_step) -> (states, outputs)``.
+
+    Runs ``length`` recorded iterations of ``thinning`` steps of ``chain_step(keys, states,
+    t, params)`` each; an iteration records its (merged) statistics, preceded by
+    ``observe(states)`` when ``observe`` is given. Outputs are stacked iteration-first.
+
+    Parameters
+    ----------
+    chain_step : callable
+        ``chain_step(keys, states, t, params) -> (states, stats)`` (:func:`warmup_step_fn`,
+        :func:`draw_step_fn`).
+    observe : callable or None
+        ``observe(states)``: what to record besides the statistics.
+    thinning : int
+        Steps per recorded iteration.
+    length : int
+        Recorded iterations per chunk.
+    """
+
+    def chunk(chain_keys, states, params, first_step):
+        def one_iteration(carry, i):
+            def one_step(carry, j):
+                t = first_step + i * thinning + j
+                return chain_step(step_keys(chain_keys, t), carry, t, params)
+
+            carry, stats = jax.lax.scan(one_step, carry, jnp.arange(thinning))
+            stats = _merge_thinned(stats) if thinning > 1 else jax.tree.map(lambda x: x[0], stats)
+            return carry, (stats if observe is None else (observe(carry), stats))
+
+        return jax.lax.scan(one_iteration, states, jnp.arange(length))
+
+    return chunk
+
+
+def chunk_lengths(total: int, size: int) -> list[int]:
+    """``total`` iterations cut into chunks of ``size`` (the last one shorter).
+
+    Parameters
+    ----------
+    total : int
+        Iterations of the phase.
+    size : int
+        Iterations per chunk.
+    """
+    return [size] * (total // size) + ([total % size] if total % size else [])
+
+
+def shared_axes(params):
+    """``(axes, params)`` with parameters equal in every chain (a learned, chain-pooled
+    preconditioner, a shared step size) taken once (axis ``None``) instead of per chain (0),
+    so the kernel uses one matrix for all chains instead of a batch of copies.
+
+    Parameters
+    ----------
+    params : pytree
+        Adapted parameters with a leading chain axis.
+    """
+    axes = jax.tree.map(lambda x: None if x.ndim and np.all(np.asarray(x) == np.asarray(x)[:1]) else 0, params)
+    return axes, jax.tree.map(lambda x, a: x[0] if a is None else x, params, axes)
+
+
+def run_chains(
+    bound: BoundSampler, chain_keys, init_keys, positions, num_warmup: int, num_steps: int, observe: Callable
+):
+    """Warm-up then ``num_steps`` kept steps of ``bound`` on vmapped chains, as one pure,
+    jittable function with the runner's keys (``fold_in(chain_key, t)``).
+
+    For callers that batch whole runs, e.g. the step-size search over a grid of values.
+    ``observe(states, stats)`` is recorded at each kept step. Returns
+    ``(final states, params, observations)``; observations are stacked step-first.
+
+    Parameters
+    ----------
+    bound : BoundSampler
+        The sampler bound to its target.
+    chain_keys, init_keys : jax.Array
+        ``(num_chains,)`` keys of the steps and of ``bound.init``.
+    positions : jax.Array
+        ``(num_chains, *event_shape)`` starts.
+    num_warmup, num_steps : int
+        Warm-up and kept steps.
+    observe : callable
+        ``observe(states, stats)``, recorded at each kept step.
+    """
+    states = jax.vmap(bound.init)(init_keys, positions)
+    warm = warmup_step_fn(bound)
+
+    def warm_one(states, t):
+        return warm(step_keys(chain_keys, t), states, t, None)[0], None
+
+    states, _ = jax.lax.scan(warm_one, states, jnp.arange(num_warmup))
+    states, params = jax.vmap(bound.finalize)(states)
+    draw = draw_step_fn(bound, 0)
+
+    def draw_one(states, t):
+        states, stats = draw(step_keys(chain_keys, num_warmup + t), states, t, params)
+        return states, observe(states, stats)
+
+    states, observations = jax.lax.scan(draw_one, states, jnp.arange(num_steps))
+    return states, params, observations

@@ -1,0 +1,526 @@
+"""``sample()``: the one driver for every gradmc sampler.
+
+Chains are ``vmap``ped (axis name ``"chain"``) and, when several devices are present,
+sharded over them along the chain axis; steps run as ``lax.scan`` over chunks, and the host
+sees the chains only at chunk boundaries (progress bar, checkpoint, streaming). The key of
+chain ``c`` at global step ``t`` is ``fold_in(chain_key[c], t)``, so the same seed gives
+bit-identical draws whatever the chunk size, the device count, or a resume.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from gradmc.base import BoundSampler, Sampler, Target
+from gradmc.checks import check_positive
+from gradmc.extended import pseudo_extended, resample_extended
+from gradmc.registry import sampler as registered_sampler
+from gradmc.run.loop import (
+    check_num_warmup,
+    chunk_function,
+    chunk_lengths,
+    draw_step_fn,
+    run_keys,
+    shared_axes,
+    warmup_step_fn,
+)
+from gradmc.run.store import RunStore, open_store, run_fingerprint
+from gradmc.trace import RunningMoments, Trace
+
+__all__ = ["sample", "initial_positions", "checkpoint_root"]
+
+WARMUP, DRAWS = "warmup", "draws"
+_CHECKPOINT_ROOT: ContextVar[Path | None] = ContextVar("gradmc_checkpoint_root", default=None)
+
+
+@contextmanager
+def checkpoint_root(directory: str | os.PathLike | None):
+    """Within this block every ``sample()`` call without its own ``checkpoint`` keeps one in
+    ``directory/<fingerprint hash>``: rerunning the same code resumes each run where it
+    stopped (what ``gradmc compare/reproduce --checkpoint DIR`` use).
+
+    Parameters
+    ----------
+    directory : path or None
+        The folder of the runs' checkpoints (None: no checkpoints).
+    """
+    token = _CHECKPOINT_ROOT.set(None if directory is None else Path(directory))
+    try:
+        yield
+    finally:
+        _CHECKPOINT_ROOT.reset(token)
+
+
+def _progress_bar(total: int, initial: int, desc: str, enabled: bool):
+    from tqdm.auto import tqdm
+
+    quiet = not enabled or os.environ.get("CI") or not sys.stderr.isatty()
+    return tqdm(total=total, initial=initial, desc=desc, disable=bool(quiet), leave=False, unit="step")
+
+
+def initial_positions(target: Target, num_chains: int, key: jax.Array, init=None) -> jax.Array:
+    """Starting positions, shape ``(num_chains, *event_shape)``, checked against the target.
+
+    ``init`` is ``None`` (draw from ``target.draw_initial``), one position (shared by all
+    chains) or one per chain. The log density must be finite at every start.
+
+    Parameters
+    ----------
+    target : Target
+        The target (its space validates the starts).
+    num_chains : int
+        The number of chains.
+    key : jax.Array
+        The key of drawn starts.
+    init : array_like, optional
+        Given starts.
+    """
+    shape = target.space.event_shape
+    if init is None:
+        positions = jax.vmap(target.draw_initial)(jax.random.split(key, num_chains))
+    else:
+        arr = np.asarray(init)
+        if arr.shape == shape:
+            arr = np.broadcast_to(arr, (num_chains, *shape))
+        elif arr.shape != (num_chains, *shape):
+            raise ValueError(
+                f"init has shape {arr.shape}; expected {shape} (one position for all chains) "
+                f"or {(num_chains, *shape)} (one per chain) for target {target.name!r}"
+            )
+        positions = jnp.asarray(arr, dtype=jnp.result_type(float))
+    target.space.validate(np.asarray(positions), what=f"initial position for target {target.name!r}")
+    logdensity = np.asarray(jax.jit(jax.vmap(target.logdensity_fn))(positions))
+    bad = np.flatnonzero(~np.isfinite(logdensity))
+    if bad.size:
+        c = int(bad[0])
+        raise ValueError(
+            f"target {target.name!r}: log density is {logdensity[c]} at the initial position of chain {c} "
+            f"({bad.size} chain(s) affected); choose a start inside the support"
+        )
+    return positions
+
+
+class _Phase(NamedTuple):
+    """One phase of a run (warm-up or kept draws) as :func:`chunk_function` runs it."""
+
+    step_fn: Callable
+    num: int
+    first_step: int
+    thinning: int
+    observer: Callable | None
+    state_template: object
+    params_template: object
+
+    def output_template(self, chain_keys, length):
+        """Shapes of one chunk's outputs, chains first (to reload a chunk from disk)."""
+        fn = chunk_function(self.step_fn, self.observer, self.thinning, length)
+        shapes = jax.eval_shape(fn, chain_keys, self.state_template, self.params_template, jnp.int32(0))[1]
+        return jax.tree.map(lambda s: jax.ShapeDtypeStruct((s.shape[1], s.shape[0], *s.shape[2:]), s.dtype), shapes)
+
+
+def _draw_phase(
+    bound: BoundSampler, params, num_draws: int, num_warmup: int, thinning: int, observe: Callable, kernel_template
+) -> tuple[_Phase, object]:
+    """The kept-draw phase for these adapted parameters, and the parameters its steps take.
+    Parameters equal in every chain (a learned preconditioner, a shared step size) are passed
+    once, not per chain, so the kernel uses one matrix for all chains instead of a batch of copies.
+    """
+    axes, shared = shared_axes(params)
+    template = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), shared)
+    phase = _Phase(draw_step_fn(bound, axes), num_draws, num_warmup, thinning, observe, kernel_template, template)
+    return phase, shared
+
+
+def _to_chain_major(outputs):
+    """Scan outputs are (iteration, chain, ...): move chains first."""
+    return jax.tree.map(lambda x: np.swapaxes(np.asarray(x), 0, 1), outputs)
+
+
+def _concat(outputs):
+    if not outputs:
+        return None
+    return jax.tree.map(lambda *xs: np.concatenate(xs, axis=1), *outputs)
+
+
+def _process_chains(num_chains: int) -> slice:
+    """The chains of this process: all of them, or a contiguous block under jax.distributed."""
+    count, index = jax.process_count(), jax.process_index()
+    if num_chains % count:
+        raise ValueError(f"num_chains ({num_chains}) must be a multiple of the number of processes ({count})")
+    per = num_chains // count
+    return slice(index * per, (index + 1) * per)
+
+
+def _chain_sharding(num_chains: int, devices) -> NamedSharding | None:
+    """Shard the chain axis over ``devices`` (default: all local devices, when there are
+    several); ``None`` leaves placement to JAX (one default device).
+    """
+    if devices is None:
+        devices = jax.local_devices()
+        if len(devices) == 1:
+            return None
+    devices = list(devices)
+    if num_chains % len(devices):
+        raise ValueError(f"num_chains ({num_chains}) must be a multiple of the number of devices ({len(devices)})")
+    return NamedSharding(Mesh(np.array(devices), ("chain",)), PartitionSpec("chain"))
+
+
+class _Placement(NamedTuple):
+    """Which chains this process runs (all of them, or a contiguous block under
+    jax.distributed, with the keys and starts they have in a single-process run) and how
+    they are sharded over its devices.
+    """
+
+    chains: slice
+    sharding: NamedSharding | None
+
+    @classmethod
+    def create(cls, num_chains: int, devices) -> _Placement:
+        local = _process_chains(num_chains)
+        return cls(local, _chain_sharding(local.stop - local.start, devices))
+
+    def place(self, tree):
+        """This process's chains of a whole-run array, on their devices."""
+        return tree[self.chains] if self.sharding is None else jax.device_put(tree[self.chains], self.sharding)
+
+    def reshard(self, tree):
+        """A tree of this process's chains (e.g. reloaded from disk), on their devices."""
+        return tree if self.sharding is None else jax.device_put(tree, self.sharding)
+
+
+def _check_arguments(num_chains, num_warmup, num_draws, thinning, chunk_size, checkpoint_every) -> tuple[int, ...]:
+    """``(num_chains, num_warmup, num_draws, thinning)`` as ints, after checking them."""
+    check_positive("num_chains", num_chains, integer=True)
+    check_positive("num_draws", num_draws, integer=True)
+    check_positive("thinning", thinning, integer=True)
+    check_positive("checkpoint_every", checkpoint_every, integer=True)
+    if chunk_size is not None:
+        check_positive("chunk_size", chunk_size, integer=True)
+    check_num_warmup(num_warmup)
+    return tuple(map(int, (num_chains, num_warmup, num_draws, thinning)))
+
+
+def _as_sampler(sampler: str | Sampler) -> Sampler:
+    """A registered name's :class:`Sampler`, or ``sampler`` itself."""
+    sampler = registered_sampler(sampler) if isinstance(sampler, str) else sampler
+    if not isinstance(sampler, Sampler):
+        raise TypeError(f"sampler must be a name or a gradmc.sampler(...) recipe, got {type(sampler).__name__}")
+    return sampler
+
+
+def _chunk_size_fn(chunk_size: int | None, progress: bool, checkpoint) -> Callable[[int], int]:
+    """``size(total)``: iterations per chunk of a phase of ``total`` iterations (``chunk_size``;
+    by default about 20 chunks when a progress bar shows or a checkpoint is kept, else one).
+    """
+    many_chunks = (progress and sys.stderr.isatty()) or checkpoint is not None or _CHECKPOINT_ROOT.get() is not None
+
+    def size(total):
+        return chunk_size or (math.ceil(max(total, 1) / 20) if many_chunks else max(total, 1))
+
+    return size
+
+
+class _PhaseRunner:
+    """Runs the phases of one :func:`sample` call chunk by chunk: compiles, times, stores
+    (when ``store`` is given) and collects each chunk's outputs.
+    """
+
+    def __init__(
+        self, chain_keys, store: RunStore | None, size: Callable[[int], int], checkpoint_every: int, keep_draws: bool
+    ):
+        self.chain_keys = chain_keys
+        self.store = store
+        self.size = size
+        self.checkpoint_every = checkpoint_every
+        self.keep_draws = keep_draws
+        self.timing = {"compile_s": 0.0, "warmup_s": 0.0, "sampling_s": 0.0}
+        self.collected: dict[str, list] = {WARMUP: [], DRAWS: []}
+        self.moments = RunningMoments()
+        self.bar: Any = None  # the progress bar, made by run()
+
+    def collect(self, name: str, out) -> None:
+        """Keep one chunk's outputs (for the draws: update the running moments, and drop
+        the draws themselves when ``keep_draws`` is False).
+        """
+        if name == DRAWS:
+            draws, stats = out
+            self.moments.update(draws)
+            out = (draws if self.keep_draws else None, stats)
+        self.collected[name].append(out)
+
+    def resume(self, placement: _Placement, warm_states, kernel_template, params_template):
+        """``(phase, iterations done, states, params)``: from the store's last save, or a fresh start."""
+        saved = (
+            None
+            if self.store is None
+            else self.store.load_state({WARMUP: warm_states, DRAWS: kernel_template}, params_template)
+        )
+        if not saved:
+            return WARMUP, 0, warm_states, None
+        phase, done, states, params, saved_timing = saved
+        self.timing.update(saved_timing)
+        return phase, done, placement.reshard(states), None if params is None else placement.reshard(params)
+
+    def run_phase(self, name: str, spec: _Phase, states, params, already_done: int, saved_params=None):
+        """Run (or, for chunks finished before a resume, reload) the chunks of one phase."""
+        compiled: dict[int, Callable] = {}
+        iterations = 0
+        for index, length in enumerate(chunk_lengths(spec.num, self.size(spec.num)) if spec.num else []):
+            if iterations < already_done:  # only after a resume, so from a store
+                assert self.store is not None
+                self.collect(name, self.store.load_chunk(name, index, spec.output_template(self.chain_keys, length)))
+                iterations += length
+                continue
+            if length not in compiled:
+                t0 = time.perf_counter()
+                fn = jax.jit(chunk_function(spec.step_fn, spec.observer, spec.thinning, length))
+                compiled[length] = fn.lower(self.chain_keys, states, params, jnp.int32(0)).compile()
+                self.timing["compile_s"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            first = jnp.int32(spec.first_step + iterations * spec.thinning)
+            states, out = compiled[length](self.chain_keys, states, params, first)
+            out = _to_chain_major(jax.device_get(out))
+            self.timing["warmup_s" if name == WARMUP else "sampling_s"] += time.perf_counter() - t0
+            iterations += length
+            if self.store is not None:
+                self.store.save_chunk(name, index, out)
+                if (index + 1) % self.checkpoint_every == 0 or iterations == spec.num:
+                    self.store.save_state(name, iterations, states, saved_params, self.timing)
+            self.collect(name, out)
+            self.bar.update(length * spec.thinning)
+        return states
+
+    def run(
+        self,
+        bound: BoundSampler,
+        placement: _Placement,
+        warm_states,
+        observe: Callable,
+        num_warmup: int,
+        num_draws: int,
+        thinning: int,
+        progress: tuple[str, bool],
+    ):
+        """Warm-up, then the kept draws (resuming from the store when it holds a state);
+        returns the final kernel states and the adapted parameters.
+        """
+        finalize = jax.jit(jax.vmap(bound.finalize))
+        kernel_template, params_template = jax.eval_shape(finalize, warm_states)
+        warmup = _Phase(warmup_step_fn(bound), num_warmup, 0, 1, None, warm_states, None)
+        phase, done, states, params = self.resume(placement, warm_states, kernel_template, params_template)
+        self.bar = _progress_bar(
+            num_warmup + num_draws * thinning, done if phase == WARMUP else num_warmup + done * thinning, *progress
+        )
+        if phase == WARMUP:
+            states = self.run_phase(WARMUP, warmup, states, None, done)
+            states, params = finalize(states)
+            if self.store is not None:
+                self.store.save_state(DRAWS, 0, states, params, self.timing)
+            done = 0
+        else:  # resumed in the draw phase: the warm-up statistics come back from disk
+            self.run_phase(WARMUP, warmup, None, None, num_warmup)
+        draws, step_params = _draw_phase(bound, params, num_draws, num_warmup, thinning, observe, kernel_template)
+        states = self.run_phase(DRAWS, draws, states, step_params, done, params)
+        self.bar.close()
+        return states, params
+
+
+def _trace(
+    target: Target,
+    sampler: Sampler,
+    runner: _PhaseRunner,
+    states,
+    params,
+    *,
+    seed: int,
+    thinning: int,
+    keep_draws: bool,
+    first_chain: int,
+) -> Trace:
+    """The :class:`~gradmc.trace.Trace` of a finished run from its collected chunks."""
+    draw_stats = _concat([s for _, s in runner.collected[DRAWS]])
+    warm_stats = _concat(runner.collected[WARMUP])
+    return Trace(
+        target=target.name,
+        sampler=sampler.name,
+        options=dict(sampler.options),
+        draws=_concat([d for d, _ in runner.collected[DRAWS]]) if keep_draws else None,
+        stats=Trace.flatten_stats(draw_stats),
+        warmup_stats=Trace.flatten_stats(warm_stats) if warm_stats is not None else {},
+        params=jax.device_get(params),
+        seed=int(seed),
+        thinning=thinning,
+        timing=runner.timing,
+        final_state=jax.device_get(states),
+        moments=runner.moments.result(),
+        directory=None if runner.store is None else runner.store.directory,
+        first_chain=first_chain,
+    )
+
+
+def _sample_extended(
+    target: Target, sampler, num_particles: int, extended_options: dict | None, seed: int, **options
+) -> Trace:
+    """``sample(target, ..., extended=N)``: run the pseudo-extended target with N particles,
+    then resample the draws of ``target`` by their importance weights (key ``fold_in(key(seed), 3)``).
+    """
+    extended_target = pseudo_extended(target, num_particles, **(extended_options or {}))
+    trace = sample(extended_target, sampler, seed=seed, **options)
+    weighted = resample_extended(trace, extended_target, jax.random.fold_in(jax.random.key(seed), 3))
+    return dataclasses.replace(trace, target=target.name, draws=weighted.draws, extended=weighted)
+
+
+def sample(
+    target: Target,
+    sampler: str | Sampler,
+    *,
+    num_chains: int = 4,
+    num_warmup: int = 1000,
+    num_draws: int = 1000,
+    seed: int = 0,
+    thinning: int = 1,
+    init=None,
+    progress: bool = True,
+    chunk_size: int | None = None,
+    keep: Callable | None = None,
+    keep_draws: bool = True,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int = 1,
+    devices=None,
+    extended: int | None = None,
+    extended_options: dict | None = None,
+) -> Trace:
+    """Run ``num_chains`` chains of ``sampler`` on ``target``: warm-up, then kept draws.
+
+    Warm-up adapts the sampler's parameters; the kept draws come from the frozen kernel,
+    every ``thinning``-th step. The scale and durability options (``chunk_size``, ``keep``,
+    ``keep_draws``, ``checkpoint``, ``devices``) never change the draws.
+
+    Parameters
+    ----------
+    target : Target
+        The distribution to sample.
+    sampler : str or Sampler
+        A registered name (``"mala"``) or ``gradmc.sampler("mala", step_size=0.1)``.
+    num_chains, num_warmup, num_draws : int
+        Chains, warm-up steps per chain and kept draws per chain.
+    seed : int
+        The run's seed; the key of chain ``c`` at step ``t`` is ``fold_in(chain_key[c], t)``.
+    thinning : int
+        Keep every ``thinning``-th step.
+    init : array, optional
+        One starting position for all chains, or one per chain (default: drawn from the target).
+    progress : bool
+        Show a progress bar (only on a terminal, never under ``CI``).
+    chunk_size : int, optional
+        Iterations per compiled chunk (default: about 20 chunks when a progress bar shows or
+        a checkpoint is kept, else one).
+    keep : callable, optional
+        A function of one position recorded instead of the position (e.g. ``lambda x: x[:5]``
+        or a statistic), to bound memory.
+    keep_draws : bool
+        False keeps no draws in memory, only running means and variances of the kept quantity
+        (``trace.moments``); with ``checkpoint`` the draws still stream to disk chunk by chunk
+        and ``trace.save_netcdf`` assembles them in bounded memory.
+    checkpoint : path, optional
+        A folder: the state is saved atomically every ``checkpoint_every`` chunks and the
+        chunks' outputs as they finish; rerunning the same call resumes.
+    checkpoint_every : int
+        Chunks between two saves of the state.
+    devices : sequence of jax.Device, optional
+        Devices to shard the chains over (default: all local devices).
+    extended : int, optional
+        Sample the pseudo-extended target with this many particles instead (Nemeth et al.
+        2022, eqs 4 and 8) and return draws of ``target`` resampled by importance weights
+        (Prop. 3.1); ``trace.extended`` keeps the particles, weights and the weights'
+        effective sample size.
+    extended_options : dict, optional
+        Options of :func:`gradmc.extended.pseudo_extended` (``beta_bounds``, ``fixed_beta``,
+        ``proposal``).
+
+    Returns
+    -------
+    Trace
+        Draws shaped ``(chain, draw, *event)``, statistics, adapted parameters and timings.
+    """
+    if extended is not None:
+        return _sample_extended(
+            target,
+            sampler,
+            extended,
+            extended_options,
+            seed,
+            num_chains=num_chains,
+            num_warmup=num_warmup,
+            num_draws=num_draws,
+            thinning=thinning,
+            init=init,
+            progress=progress,
+            chunk_size=chunk_size,
+            checkpoint=checkpoint,
+            checkpoint_every=checkpoint_every,
+            devices=devices,
+        )
+    num_chains, num_warmup, num_draws, thinning = _check_arguments(
+        num_chains, num_warmup, num_draws, thinning, chunk_size, checkpoint_every
+    )
+    sampler = _as_sampler(sampler)
+    bound: BoundSampler = sampler.bind(target, num_warmup)
+    observe = jax.vmap(bound.position if keep is None else (lambda s: keep(bound.position(s))))
+    placement = _Placement.create(num_chains, devices)
+    keys = run_keys(seed, num_chains)
+    chain_keys = placement.place(keys.chain)
+    positions = placement.place(initial_positions(target, num_chains, keys.positions, init))
+    warm_states = jax.jit(jax.vmap(bound.init))(placement.place(keys.init), positions)
+    size = _chunk_size_fn(chunk_size, progress, checkpoint)
+    store = None
+    if checkpoint is not None or _CHECKPOINT_ROOT.get() is not None:
+        fingerprint = run_fingerprint(
+            target,
+            sampler,
+            positions,
+            num_chains=num_chains,
+            num_warmup=num_warmup,
+            num_draws=num_draws,
+            seed=seed,
+            thinning=thinning,
+            keep=keep,
+            chunk_sizes=(size(num_warmup), size(num_draws)),
+        )
+        store = open_store(checkpoint, _CHECKPOINT_ROOT.get(), fingerprint)
+    runner = _PhaseRunner(chain_keys, store, size, checkpoint_every, keep_draws)
+    states, params = runner.run(
+        bound,
+        placement,
+        warm_states,
+        observe,
+        num_warmup,
+        num_draws,
+        thinning,
+        (f"{sampler.name} on {target.name}", progress),
+    )
+    return _trace(
+        target,
+        sampler,
+        runner,
+        states,
+        params,
+        seed=seed,
+        thinning=thinning,
+        keep_draws=keep_draws,
+        first_chain=placement.chains.start,
+    )

@@ -1,0 +1,1 @@
+"""Tools that drive runs: step-size search, W calibration."""
