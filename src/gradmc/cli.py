@@ -136,6 +136,7 @@ def _cmd_sample(gradmc, args) -> int:
         f"gradient evals {trace.num_grad_evals}  sampling {trace.sampling_seconds:.2f} s  "
         f"compile {trace.timing['compile_s']:.2f} s"
     )
+    print(report.format_params(trace.params))
     if trace.extended is not None:
         print(
             f"pseudo-extended, N = {args.extended}: importance-weight ESS {trace.extended.ess:.0f} of "

@@ -26,6 +26,7 @@ __all__ = [
     "target",
     "samplers",
     "targets",
+    "without_adaptation",
 ]
 
 
@@ -185,6 +186,24 @@ def target(name: str, **options) -> Target:
     entry = _targets.get(name)
     _targets.check_options(entry, options, skip=0)
     return entry.constructor(**options)
+
+
+def without_adaptation(name: str, options: dict) -> dict:
+    """``options`` with ``adapt=None`` added when the sampler ``name`` adapts its settings in
+    warm-up through an ``adapt`` option and ``options`` do not set it: the settings given
+    are then used throughout (a paper's tuned values, or a search over one of them).
+
+    Parameters
+    ----------
+    name : str
+        A registered sampler.
+    options : dict
+        Its options.
+    """
+    entry = _samplers.get(name)
+    if "adapt" in inspect.signature(entry.constructor).parameters:
+        return {"adapt": None, **options}
+    return dict(options)
 
 
 def samplers(kind: str | None = None) -> list[Entry]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
+    "format_params",
     "format_table",
     "pyplot",
     "save_figure",
@@ -31,6 +32,36 @@ def _cell(value) -> str:
             return f"{value:.3g}"
         return f"{value:.4g}" if abs(value) < 100 else f"{value:.1f}"
     return str(value)
+
+
+def format_params(params) -> str:
+    """One line on what a run's warm-up learned (``trace.params``), per parameter: a value per
+    chain as its median and range over chains; a matrix as its shape and condition number.
+
+    Parameters
+    ----------
+    params : dict or NamedTuple or None
+        ``trace.params``: arrays with a leading chain axis.
+    """
+    if params is None:
+        return "nothing learned in warm-up"
+    items = params._asdict().items() if hasattr(params, "_asdict") else dict(params).items()
+    parts = []
+    for name, value in items:
+        if not hasattr(value, "shape"):
+            continue
+        x = np.asarray(value, np.float64)
+        per_chain = x.reshape(x.shape[0], -1) if x.ndim else x.reshape(1, 1)
+        if per_chain.shape[1] == 1:
+            v = per_chain[:, 0]
+            spread = "" if np.ptp(v) == 0 else f" ({_cell(v.min())}..{_cell(v.max())} over chains)"
+            parts.append(f"{name} {_cell(float(np.median(v)))}{spread}")
+        elif x.ndim == 3 and x.shape[1] == x.shape[2]:
+            cond = float(np.median(np.linalg.cond(x)))
+            parts.append(f"{name} {x.shape[1]}x{x.shape[2]} (condition number {cond:.3g})")
+        else:
+            parts.append(f"{name} shape {x.shape[1:]}")
+    return "learned in warm-up: " + ("; ".join(parts) if parts else "nothing")
 
 
 def format_table(rows: Sequence[dict], columns: Sequence[str] | None = None, title: str | None = None) -> str:

@@ -130,13 +130,17 @@ def probs_of(name: str) -> np.ndarray:
     return _PROBS[name]
 
 
-# (registry name, options, warm-up steps); PAVG learns M by Alg. F.4/F.5 in its warm-up.
+# (registry name, options, warm-up steps). NCG, AVG and GWG adapt their step size / number
+# of flips in warm-up and PAVG learns M (Alg. F.4/F.5): the kept draws come from the kernel
+# with the adapted parameters.
 SAMPLERS = {
-    "ncg": ("ncg", {"step_size": 1.0}, 0),
-    "avg": ("avg", {"step_size": 1.0}, 0),
+    "ncg": ("ncg", {"step_size": 1.0}, 400),
+    "avg": ("avg", {"step_size": 1.0}, 400),
     "pavg": ("pavg", {"step_size": 1.0}, 400),
-    "gwg": ("gwg", {}, 0),
-    "ordinal-gwg": ("ordinal-gwg", {"radius": 2}, 0),
+    "gwg": ("gwg", {}, 400),
+    "gwg-one-flip": ("gwg", {"adapt": None}, 0),
+    "gwg-three-flips": ("gwg", {"num_flips": 3, "adapt": None}, 0),
+    "ordinal-gwg": ("ordinal-gwg", {"radius": 2}, 400),
     "mh-uniform": ("mh-uniform", {"radius": 1}, 0),
     "gibbs-random": ("gibbs", {"scan": "random"}, 0),
     "gibbs-systematic": ("gibbs", {"scan": "systematic"}, 0),
@@ -148,6 +152,8 @@ DEFAULT = {
     ("avg", "categorical"),
     ("pavg", "categorical"),
     ("gwg", "binary"),
+    ("gwg-one-flip", "ordinal"),
+    ("gwg-three-flips", "categorical"),
     ("ordinal-gwg", "ordinal"),
     ("mh-uniform", "categorical"),
     ("gibbs-random", "binary"),

@@ -99,7 +99,8 @@ def test_samplers_and_step_labels():
     labels = {m: rd._step_label(s) for m, s in samplers.items()}
     assert labels["NCG"] == "ε=0.05" and labels["GWG-ordinal"] == "r=16" and labels["MH-uniform"] == "r=2"
     assert labels["PAVG"] == "ε=1000 (ε₀=0.02)" and labels["GWG"] == "-"
-    assert rd.regression_samplers()["NCG"].options == {"step_size": 0.3}  # the code's ε; Table 4 prints 0.03
+    # the code's ε; Table 4 prints 0.03
+    assert rd.regression_samplers()["NCG"].options == {"adapt": None, "step_size": 0.3}
     assert rd.TABLE4["sparse-regression"]["NCG"] == 0.03
 
 

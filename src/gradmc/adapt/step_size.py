@@ -25,7 +25,7 @@ from blackjax.adaptation.step_size import dual_averaging_adaptation
 from blackjax.adaptation.window_adaptation import build_schedule
 
 from gradmc.base import BoundSampler
-from gradmc.checks import check_positive, check_probability
+from gradmc.checks import check_positive, check_probability, is_concrete
 
 __all__ = [
     "StepSizeRule",
@@ -156,12 +156,18 @@ def step_size_sampler(
     initial_step_size: float,
     rule: StepSizeRule | None,
     stats_fn: Callable,
+    *,
+    parameter: str = "step_size",
+    kept_value: Callable | None = None,
     **kernel_params,
 ) -> BoundSampler:
     """A :class:`~gradmc.base.BoundSampler` for ``kernel(key, state, logdensity_fn, step_size, **kernel_params)``.
 
     During warm-up the step size follows ``rule`` on the acceptance probability of each
-    step; ``finalize`` freezes it.
+    step; ``finalize`` freezes it. Any positive parameter whose increase lowers the
+    acceptance rate can be adapted the same way (GWG's number of flips): ``parameter``
+    names it in the run's ``params`` and ``kept_value`` maps the rule's final value to the
+    kept one (e.g. rounding to an integer).
 
     Parameters
     ----------
@@ -180,11 +186,17 @@ def step_size_sampler(
         plain kernel steps (``adapts_in_warmup=False``).
     stats_fn : callable
         ``stats_fn(state, info, step_size) -> StepStats``.
+    parameter : str
+        The name of the adapted parameter in ``params`` (default ``"step_size"``).
+    kept_value : callable, optional
+        ``kept_value(final) -> value`` of the parameter after warm-up (default: as is).
     **kernel_params
         Further keyword arguments of ``kernel``.
     """
-    check_positive("step_size", initial_step_size)
+    if is_concrete(initial_step_size):  # a step-size search passes traced values
+        check_positive(parameter, initial_step_size)
     adapts = rule is not None
+    kept_value = kept_value or (lambda value: value)
     rule = rule or StepSizeRule(lambda s: jnp.asarray(s, jnp.float32), lambda s, a: s, lambda s: s, lambda s: s)
 
     def init(key, position):
@@ -199,11 +211,11 @@ def step_size_sampler(
         return StepSizeWarmupState(state, new_rule), stats_fn(state, info, step_size)
 
     def finalize(wstate):
-        return wstate.kernel, {"step_size": jnp.asarray(rule.final(wstate.rule), jnp.float32)}
+        return wstate.kernel, {parameter: kept_value(jnp.asarray(rule.final(wstate.rule), jnp.float32))}
 
     def step(key, state, params):
-        state, info = kernel(key, state, logdensity_fn, params["step_size"], **kernel_params)
-        return state, stats_fn(state, info, params["step_size"])
+        state, info = kernel(key, state, logdensity_fn, params[parameter], **kernel_params)
+        return state, stats_fn(state, info, params[parameter])
 
     return BoundSampler(name, init, warmup_step, finalize, step, _warmup_position(StepSizeWarmupState), adapts)
 

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax.numpy as jnp
 import numpy as np
 from scipy.fft import irfft, next_fast_len, rfft
 
 from gradmc.spaces import Categorical, DiscreteSpace
 
-__all__ = ["DiscsESS", "discs_ess", "discs_ess_per_step", "discs_statistic"]
+__all__ = ["DiscsESS", "discs_ess", "discs_ess_per_step", "discs_statistic", "discs_statistic_fn"]
 
 
 class DiscsESS(NamedTuple):
@@ -124,6 +125,38 @@ def discs_statistic(draws, reference, space: DiscreteSpace) -> np.ndarray:
     ref_index = _indices(ref.astype(np.float64), space, "reference")
     index = _indices(x.astype(np.float64), space, "draws")
     return np.abs(index - ref_index).sum(axis=-1).astype(np.float64)
+
+
+def discs_statistic_fn(reference, space: DiscreteSpace):
+    """:func:`discs_statistic` of one position as a JAX function, for the runner's ``keep=``.
+
+    A long run then records one number per step instead of the whole state:
+    ``gradmc.sample(target, name, keep=discs_statistic_fn(ref, target.space), ...)`` and
+    :func:`discs_ess` on ``trace.draws[:, half:]``.
+
+    Parameters
+    ----------
+    reference : array_like
+        One position of ``space`` (checked as in :func:`discs_statistic`).
+    space : DiscreteSpace
+        The target's space.
+    """
+    if not isinstance(space, DiscreteSpace):
+        raise ValueError(f"the DISCS statistic needs a discrete space, got {space!r}")
+    ref = np.asarray(reference, np.float64)
+    if ref.shape != tuple(space.event_shape):
+        raise ValueError(f"reference must have the event shape {tuple(space.event_shape)} of {space}, got {ref.shape}")
+    ref_index = jnp.asarray(_indices(ref, space, "reference"), jnp.int32)
+    values = jnp.asarray(space.values, jnp.float32)
+
+    def statistic(x):
+        if isinstance(space, Categorical):
+            index = jnp.argmax(x, axis=-1)
+        else:
+            index = jnp.argmin(jnp.abs(x[..., None] - values), axis=-1)
+        return jnp.sum(jnp.abs(index - ref_index)).astype(jnp.float32)
+
+    return statistic
 
 
 def discs_ess(statistic) -> np.ndarray:

@@ -28,8 +28,9 @@ import numpy as np
 
 from gradmc.adapt.preconditioner import DEFAULTS as LEARNING_DEFAULTS
 from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
+from gradmc.adapt.step_size import rule_by_name, step_size_sampler
 from gradmc.base import BoundSampler, SamplingAlgorithm, Target
-from gradmc.checks import check_positive_param, check_radius, check_symmetric
+from gradmc.checks import check_positive, check_positive_param, check_radius, check_symmetric
 from gradmc.discrete import avg, block_gibbs, gibbs, gwg, hams, lattice_metropolis, ncg, pavg, uniform
 from gradmc.discrete.proposals import check_space, fixed_sampler, stats
 from gradmc.discrete.second_order import check_w, dhams_preconditioner, pdhams_preconditioner
@@ -74,56 +75,69 @@ def _step_size_stats(state, info, params):
 # -- Rhodes & Gutmann (2022): NCG, AVG, PAVG, block Gibbs --------------------------------------
 
 
-@_register("ncg", "norm-constrained gradient sampler (Rhodes & Gutmann 2022, Alg. B.1), step size ε")
-def build_ncg(target: Target, num_warmup: int, step_size=0.5):
-    """NCG (:mod:`gradmc.discrete.ncg`).
+#: The acceptance rate the discrete samplers' warm-up aims at by default: DISCS's value for
+#: its adaptive DMALA and locally balanced samplers (Goshvadi et al. 2023), the optimal
+#: scaling of Langevin proposals (Roberts & Rosenthal 1998).
+TARGET_ACCEPT = 0.574
+
+
+def _first_order_sampler(name: str, module: ModuleType, target: Target, num_warmup, step_size, adapt, target_accept):
+    """NCG or AVG: ε adapted in warm-up by ``adapt`` towards ``target_accept``, then frozen."""
+    space = check_space(target, name)
+    step_size = check_positive_param(f"{name.upper()} step size ε", step_size)
+    rule = rule_by_name(adapt, target_accept) if int(num_warmup) > 0 else None
+    kernel = module.build_kernel()
+    return step_size_sampler(
+        name,
+        module.init,
+        lambda key, state, logdensity_fn, eps: kernel(key, state, logdensity_fn, space, eps),
+        target.logdensity_fn,
+        step_size,
+        rule,
+        stats,
+    )
+
+
+@_register("ncg", "norm-constrained gradient sampler (Rhodes & Gutmann 2022, Alg. B.1); ε adapted in warm-up")
+def build_ncg(target: Target, num_warmup: int, step_size=0.5, adapt="dual_averaging", target_accept=TARGET_ACCEPT):
+    """NCG (:mod:`gradmc.discrete.ncg`), its step size ε adapted in warm-up.
 
     Parameters
     ----------
     target : gradmc.base.Target
         A target on a discrete space.
     num_warmup : int
-        Warm-up steps (ordinary steps: nothing adapts).
+        Warm-up steps: ε follows ``adapt`` during them and is frozen after.
     step_size : float
-        ε > 0 (default 0.5, the paper's Ising value; tune with :mod:`gradmc.tuning`).
+        ε > 0: the first value of the warm-up, or the value used throughout with
+        ``adapt=None`` (0.5 is the paper's Ising value).
+    adapt : {"dual_averaging", "robbins_monro", None}
+        The warm-up rule (dual averaging of log ε towards ``target_accept``); None keeps ε.
+    target_accept : float
+        The mean acceptance probability aimed at (default 0.574, as DISCS's DMALA).
     """
-    del num_warmup
-    space = check_space(target, "ncg")
-    step_size = check_positive_param("NCG step size ε", step_size)
-    kernel = ncg.build_kernel()
-    return fixed_sampler(
-        "ncg",
-        lambda key, position: ncg.init(position, target.logdensity_fn),
-        lambda key, state, step_size: kernel(key, state, target.logdensity_fn, space, step_size),
-        {"step_size": step_size},
-        _step_size_stats,
-    )
+    return _first_order_sampler("ncg", ncg, target, num_warmup, step_size, adapt, target_accept)
 
 
-@_register("avg", "auxiliary-variable gradient sampler (Rhodes & Gutmann 2022, Alg. B.2), step size ε")
-def build_avg(target: Target, num_warmup: int, step_size=0.2):
-    """AVG (:mod:`gradmc.discrete.avg`).
+@_register("avg", "auxiliary-variable gradient sampler (Rhodes & Gutmann 2022, Alg. B.2); ε adapted in warm-up")
+def build_avg(target: Target, num_warmup: int, step_size=0.2, adapt="dual_averaging", target_accept=TARGET_ACCEPT):
+    """AVG (:mod:`gradmc.discrete.avg`), its step size ε adapted in warm-up.
 
     Parameters
     ----------
     target : gradmc.base.Target
         A target on a discrete space.
     num_warmup : int
-        Warm-up steps (ordinary steps: nothing adapts).
+        Warm-up steps: ε follows ``adapt`` during them and is frozen after.
     step_size : float
-        ε > 0 (default 0.2, the paper's Ising value).
+        ε > 0: the first value of the warm-up, or the value used throughout with
+        ``adapt=None`` (0.2 is the paper's Ising value).
+    adapt : {"dual_averaging", "robbins_monro", None}
+        The warm-up rule (dual averaging of log ε towards ``target_accept``); None keeps ε.
+    target_accept : float
+        The mean acceptance probability aimed at (default 0.574).
     """
-    del num_warmup
-    space = check_space(target, "avg")
-    step_size = check_positive_param("AVG step size ε", step_size)
-    kernel = avg.build_kernel()
-    return fixed_sampler(
-        "avg",
-        lambda key, position: avg.init(position, target.logdensity_fn),
-        lambda key, state, step_size: kernel(key, state, target.logdensity_fn, space, step_size),
-        {"step_size": step_size},
-        _step_size_stats,
-    )
+    return _first_order_sampler("avg", avg, target, num_warmup, step_size, adapt, target_accept)
 
 
 @_register(
@@ -254,53 +268,113 @@ def build_block_gibbs(target: Target, num_warmup: int, M=None, step_size=1.0):
 # -- local moves: GWG, ordinal-GWG, MH-uniform, Gibbs, lattice Metropolis ------------------------
 
 
-def _gwg_sampler(name: str, target: Target, radius) -> BoundSampler:
+def _gwg_sampler(name: str, target: Target, num_warmup, radius, num_flips, max_flips, adapt, target_accept):
+    """GWG or ordinal-GWG changing ``num_flips`` coordinates per step; with ``adapt`` the
+    number of flips is adapted in warm-up towards ``target_accept`` (at most ``max_flips``)
+    and frozen, rounded, after.
+    """
     space = check_space(target, name)
     radius = check_radius(radius)
-    kernel = gwg.build_kernel()
-    return fixed_sampler(
+    check_positive("num_flips", num_flips, integer=True)
+    check_positive("max_flips", max_flips, integer=True)
+    rule = rule_by_name(adapt, target_accept) if int(num_warmup) > 0 else None
+    most = min(int(max_flips), space.d) if rule is not None else int(num_flips)
+    if int(num_flips) > most:
+        raise ValueError(f"num_flips must be at most max_flips = {max_flips} and the number of coordinates {space.d}")
+    kernel = gwg.build_kernel(most)
+
+    def flips(value):
+        return jnp.clip(jnp.round(value), 1, most).astype(jnp.int32)
+
+    def step_stats(state, info, value):
+        return stats(state, info, extra={"num_flips": flips(value).astype(jnp.float32)})
+
+    return step_size_sampler(
         name,
-        lambda key, position: gwg.init(position, target.logdensity_fn),
-        lambda key, state, radius: kernel(key, state, target.logdensity_fn, space, radius),
-        {"radius": radius},
-        lambda state, info, params: stats(state, info, extra={"radius": params["radius"].astype(jnp.float32)}),
+        gwg.init,
+        lambda key, state, logdensity_fn, value: kernel(key, state, logdensity_fn, space, radius, flips(value)),
+        target.logdensity_fn,
+        float(num_flips),
+        rule,
+        step_stats,
+        parameter="num_flips",
+        kept_value=flips,
     )
 
 
-@_register("gwg", "Gibbs-with-Gradients, Hamming ball of radius 1 (Grathwohl et al. 2021; eq. 6)")
-def build_gwg(target: Target, num_warmup: int):
-    """Gibbs-with-Gradients (:mod:`gradmc.discrete.gwg`, radius 1); no options.
+@_register(
+    "gwg",
+    "Gibbs-with-Gradients (Grathwohl et al. 2021; eq. 6); coordinates changed per step adapted in warm-up",
+)
+def build_gwg(
+    target: Target,
+    num_warmup: int,
+    num_flips=1,
+    adapt="dual_averaging",
+    target_accept=TARGET_ACCEPT,
+    max_flips=32,
+):
+    """Gibbs-with-Gradients (:mod:`gradmc.discrete.gwg`): a step changes R ~ U{1, …, L}
+    coordinates, L = ``num_flips`` adapted in warm-up.
+
+    ``num_flips=1, adapt=None`` is the paper's GWG (a Hamming ball of radius 1).
 
     Parameters
     ----------
     target : gradmc.base.Target
         A target on a discrete space.
     num_warmup : int
-        Warm-up steps (ordinary steps: nothing adapts).
+        Warm-up steps: the number of flips follows ``adapt`` during them and is frozen after.
+    num_flips : int
+        L, the most coordinates a step changes (R ~ U{1, …, L}): the first value of the
+        warm-up, or the value used throughout with ``adapt=None``.
+    adapt : {"dual_averaging", "robbins_monro", None}
+        The warm-up rule for L (towards ``target_accept``); None keeps it.
+    target_accept : float
+        The mean acceptance probability aimed at (default 0.574, as DISCS's adaptive GWG).
+    max_flips : int
+        The largest L the warm-up may reach (the cost of a step grows with it).
     """
-    del num_warmup
-    return _gwg_sampler("gwg", target, 1)
+    return _gwg_sampler("gwg", target, num_warmup, 1, num_flips, max_flips, adapt, target_accept)
 
 
 @_register(
     "ordinal-gwg", "ordinal Gibbs-with-Gradients: one coordinate moves up to r values (Rhodes & Gutmann 2022, App. G)"
 )
-def build_ordinal_gwg(target: Target, num_warmup: int, radius=1):
+def build_ordinal_gwg(
+    target: Target,
+    num_warmup: int,
+    radius=1,
+    num_flips=1,
+    adapt="dual_averaging",
+    target_accept=TARGET_ACCEPT,
+    max_flips=32,
+):
     """Ordinal Gibbs-with-Gradients (:mod:`gradmc.discrete.gwg`) on ordered values.
+
+    ``num_flips=1, adapt=None`` is the paper's ordinal-GWG.
 
     Parameters
     ----------
     target : gradmc.base.Target
         A target on Binary, Spin or Ordinal values.
     num_warmup : int
-        Warm-up steps (ordinary steps: nothing adapts).
+        Warm-up steps: the number of coordinates moved follows ``adapt`` during them.
     radius : int
         r ≥ 1 (the paper tunes it, e.g. 16 / 8 for poly2 / poly4).
+    num_flips : int
+        L, the most coordinates a step moves (R ~ U{1, …, L}): the first value of the
+        warm-up, or the value used throughout with ``adapt=None``.
+    adapt : {"dual_averaging", "robbins_monro", None}
+        The warm-up rule for the number of coordinates moved; None keeps it.
+    target_accept : float
+        The mean acceptance probability aimed at (default 0.574).
+    max_flips : int
+        The largest L the warm-up may reach.
     """
-    del num_warmup
     if isinstance(target.space, Categorical):
         raise ValueError("ordinal-gwg needs ordered values (Binary, Spin, Ordinal); use gwg on Categorical spaces")
-    return _gwg_sampler("ordinal-gwg", target, radius)
+    return _gwg_sampler("ordinal-gwg", target, num_warmup, radius, num_flips, max_flips, adapt, target_accept)
 
 
 @_register(
@@ -552,8 +626,8 @@ KERNELS: dict[str, KernelEntry] = {
     "avg": KernelEntry(avg, ("step_size",)),
     "pavg": KernelEntry(pavg, ("step_size", "M")),
     "block-gibbs": KernelEntry(block_gibbs, ("M", "step_size")),
-    "gwg": KernelEntry(gwg, ()),
-    "ordinal-gwg": KernelEntry(gwg, ("radius",)),
+    "gwg": KernelEntry(gwg, ("num_flips",)),
+    "ordinal-gwg": KernelEntry(gwg, ("radius", "num_flips")),
     "mh-uniform": KernelEntry(uniform, ("radius",)),
     "gibbs": KernelEntry(gibbs, ("scan",)),
     "lattice-metropolis": KernelEntry(lattice_metropolis, ("radius",)),

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gradmc import registry
+from gradmc.base import Sampler
 from gradmc.report import format_table, pyplot, save_figure
 
 __all__ = [
@@ -153,3 +155,17 @@ def rank_agreement(ours: dict, paper: dict, keys=None) -> dict:
         "spearman": spearman(ours, paper, names) if len(names) > 2 else math.nan,
         "same_best": bool(names) and names[int(np.argmax(a))] == names[int(np.argmax(b))],
     }
+
+
+def paper_sampler(name: str, **options) -> Sampler:
+    """The registered sampler ``name`` with a paper's settings kept as given (no warm-up
+    adaptation of them: :func:`gradmc.registry.without_adaptation`).
+
+    Parameters
+    ----------
+    name : str
+        A registered sampler.
+    **options
+        Its options.
+    """
+    return registry.sampler(name, **registry.without_adaptation(name, options))

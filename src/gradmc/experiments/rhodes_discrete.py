@@ -50,7 +50,7 @@ import numpy as np
 from gradmc.base import Sampler, Target
 from gradmc.diagnostics.accumulator import Accumulator
 from gradmc.diagnostics.ess import geyer_ess
-from gradmc.experiments.common import fenced, format_table, pyplot, save_figure, spearman
+from gradmc.experiments.common import fenced, format_table, paper_sampler, pyplot, save_figure, spearman
 from gradmc.registry import register_experiment
 from gradmc.registry import sampler as make_sampler
 from gradmc.registry import target as make_target
@@ -128,13 +128,13 @@ def ordinal_samplers(target: str) -> dict[str, Sampler]:
     """
     t = TABLE4[target]
     return {
-        "NCG": make_sampler("ncg", step_size=t["NCG"]),
-        "AVG": make_sampler("avg", step_size=t["AVG"]),
+        "NCG": paper_sampler("ncg", step_size=t["NCG"]),
+        "AVG": paper_sampler("avg", step_size=t["AVG"]),
         "PAVG": make_sampler("pavg", step_size=t["PAVG"], initial_step_size=0.02),
         "Gibbs": make_sampler("gibbs", scan="random"),
-        "GWG": make_sampler("gwg"),
-        "GWG-ordinal": make_sampler("ordinal-gwg", radius=t["GWG-ordinal"]),
-        "MH-uniform": make_sampler("mh-uniform", radius=t["MH-uniform"]),
+        "GWG": paper_sampler("gwg"),
+        "GWG-ordinal": paper_sampler("ordinal-gwg", radius=t["GWG-ordinal"]),
+        "MH-uniform": paper_sampler("mh-uniform", radius=t["MH-uniform"]),
     }
 
 
@@ -143,11 +143,11 @@ def regression_samplers() -> dict[str, Sampler]:
     PAVG ε = 1000.
     """
     return {
-        "NCG": make_sampler("ncg", step_size=0.3),
-        "AVG": make_sampler("avg", step_size=1000.0),
+        "NCG": paper_sampler("ncg", step_size=0.3),
+        "AVG": paper_sampler("avg", step_size=1000.0),
         "PAVG": make_sampler("pavg", step_size=1000.0),
         "Gibbs": make_sampler("gibbs", scan="random"),
-        "GWG": make_sampler("gwg"),
+        "GWG": paper_sampler("gwg"),
     }
 
 

@@ -37,9 +37,8 @@ import numpy as np
 from gradmc.diagnostics import moment_bias_variance, multivariate_ess, tv_marginals, zhoutan_ess
 from gradmc.discrete import avg, lattice_metropolis, ncg
 from gradmc.experiments import common
-from gradmc.experiments.common import pyplot, save_figure
+from gradmc.experiments.common import paper_sampler, pyplot, save_figure
 from gradmc.registry import register_experiment
-from gradmc.registry import sampler as make_sampler
 from gradmc.run import sample
 from gradmc.targets import hams_targets, lattice
 from gradmc.tuning import calibration
@@ -235,7 +234,7 @@ POTTS_BUDGET = {
 
 
 def _sampler(name: str, options: dict):
-    return make_sampler(REGISTERED[name], **options)
+    return paper_sampler(REGISTERED[name], **options)
 
 
 def _run(target, name, options, budget: Budget, seed, progress):
@@ -626,7 +625,7 @@ def _tuned_all(target, budget, method, seed, progress):
         options[name], tuning[name] = _tune_first_order(target, name, budget, seed)
     W = calibration.calibrate_w(
         target,
-        make_sampler("ncg", **options["NCG"]),
+        paper_sampler("ncg", **options["NCG"]),
         method,
         num_chains=budget.tune_chains,
         num_draws=budget.burnin,

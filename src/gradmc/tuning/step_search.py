@@ -29,6 +29,7 @@ import numpy as np
 from gradmc.base import Target
 from gradmc.checks import check_positive
 from gradmc.registry import sampler as registered_sampler
+from gradmc.registry import without_adaptation
 from gradmc.run.loop import check_num_warmup, run_chains
 
 __all__ = [
@@ -129,6 +130,7 @@ def mean_jumps(
         Further options of the sampler.
     """
     values = jnp.asarray(values, jnp.int32 if param == "radius" else jnp.float32)
+    options = without_adaptation(sampler, options)  # the searched value stays as given
     key = jax.random.key(seed)
     init_keys = jax.random.split(jax.random.fold_in(key, 0), num_chains)
     positions = jax.vmap(target.draw_initial)(init_keys)

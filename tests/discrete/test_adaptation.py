@@ -1,0 +1,107 @@
+"""Warm-up adaptation of the discrete samplers: it moves the parameter towards the target
+acceptance, it stops at the end of warm-up (the kept draws all use the frozen value), and
+``adapt=None`` keeps the value given.
+
+Exactness with the adapted parameters is tested against enumeration in
+``test_discrete_samplers.py``; the adaptation rule itself (dual averaging) is BlackJAX's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradmc
+from gradmc.discrete.samplers import TARGET_ACCEPT
+
+WARMUP, DRAWS, CHAINS = 1500, 1000, 4
+
+
+@pytest.fixture(scope="module")
+def ising():
+    return gradmc.target("discs-ising", shape=8)
+
+
+# (sampler, options, adapted parameter, its statistic in trace.stats)
+ADAPTED = [
+    ("ncg", {"step_size": 2.0}, "step_size", "step_size"),
+    ("avg", {"step_size": 2.0}, "step_size", "step_size"),
+    ("gwg", {}, "num_flips", "num_flips"),
+]
+
+
+def _stat(trace, name, warmup=False):
+    stats = trace.warmup_stats if warmup else trace.stats
+    return np.asarray(stats[name] if name in stats else stats["extra"][name])
+
+
+@pytest.fixture(scope="module", params=ADAPTED, ids=[a[0] for a in ADAPTED])
+def adapted(request, ising):
+    name, options, param, stat = request.param
+    trace = gradmc.sample(
+        ising,
+        gradmc.sampler(name, **options),
+        num_chains=CHAINS,
+        num_warmup=WARMUP,
+        num_draws=DRAWS,
+        seed=1,
+        progress=False,
+    )
+    return name, options, param, stat, trace
+
+
+def test_adaptation_is_frozen_after_warmup(adapted):
+    """Every kept step uses the value in trace.params: adaptation never touches kept draws."""
+    name, _, param, stat, trace = adapted
+    kept = _stat(trace, stat)  # (chain, draw)
+    final = np.asarray(trace.params[param], np.float64).reshape(CHAINS, 1)
+    if param == "num_flips":
+        final = np.round(final)
+    np.testing.assert_allclose(kept, np.broadcast_to(final, kept.shape), rtol=1e-6)
+    warm = _stat(trace, stat, warmup=True)
+    assert np.ptp(warm) > 0, f"{name}: the warm-up never changed {param}"
+
+
+def test_adaptation_reaches_the_target_acceptance(adapted):
+    """Kept acceptance near 0.574. The tolerance: the per-chain mean acceptance of DRAWS steps
+    has a standard error ≤ 0.5/√(ESS) with ESS ≥ DRAWS/20 here (autocorrelated acceptance),
+    i.e. ≤ 0.07; an integer number of flips moves acceptance in jumps, so GWG gets 0.15."""
+    name, _, param, _, trace = adapted
+    acceptance = float(np.mean(trace.stats["acceptance_rate"]))
+    tolerance = 0.15 if param == "num_flips" else 0.07
+    assert abs(acceptance - TARGET_ACCEPT) < tolerance, f"{name}: kept acceptance {acceptance:.3f}"
+
+
+def test_adapt_none_keeps_the_value(ising):
+    trace = gradmc.sample(
+        ising,
+        gradmc.sampler("ncg", step_size=2.0, adapt=None),
+        num_chains=2,
+        num_warmup=50,
+        num_draws=20,
+        seed=1,
+        progress=False,
+    )
+    assert np.all(np.asarray(trace.params["step_size"]) == np.float32(2.0))
+    assert np.all(trace.stats["step_size"] == np.float32(2.0))
+
+
+@pytest.mark.parametrize(
+    "name, options, match",
+    [
+        ("ncg", {"adapt": "newton"}, "adapt must be one of"),
+        ("ncg", {"target_accept": 1.5}, "target"),
+        ("gwg", {"num_flips": 0}, "num_flips"),
+        ("gwg", {"max_flips": 2.5}, "max_flips"),
+        ("gwg", {"num_flips": 40, "max_flips": 8}, "at most"),
+    ],
+)
+def test_bad_adaptation_options(ising, name, options, match):
+    with pytest.raises(ValueError, match=match):
+        gradmc.sample(ising, gradmc.sampler(name, **options), num_chains=1, num_warmup=5, num_draws=5, progress=False)
+
+
+def test_the_learned_values_are_reported(adapted):
+    name, _, param, _, trace = adapted
+    line = gradmc.report.format_params(trace.params)
+    assert line.startswith("learned in warm-up: ") and param in line, line
