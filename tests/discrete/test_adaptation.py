@@ -105,3 +105,23 @@ def test_the_learned_values_are_reported(adapted):
     name, _, param, _, trace = adapted
     line = gradmc.report.format_params(trace.params)
     assert line.startswith("learned in warm-up: ") and param in line, line
+
+
+@pytest.mark.parametrize("name", ["v-pdhams", "o-pdhams"])
+def test_pdhams_learns_the_hessian_of_a_quadratic_target(name):
+    """Without W, PDHAMS fits W by the gradient regression of PD eq. 38 on the warm-up moves of
+    all chains: on a quadratic f the gradient is exactly linear, so W is the Hessian J + Jᵀ up
+    to float32 round-off, the same in every chain; the kept draws use that frozen W."""
+    target = gradmc.target("discs-ising", shape=4)
+    J = np.asarray(target.metadata["J"])
+    trace = gradmc.sample(target, name, num_chains=8, num_warmup=400, num_draws=200, seed=2, progress=False)
+    W = np.asarray(trace.params["W"])
+    scale = np.abs(J + J.T).max()
+    np.testing.assert_allclose(W, np.broadcast_to(J + J.T, W.shape), atol=1e-3 * scale)
+    assert "W 16x16" in gradmc.report.format_params(trace.params)
+    assert np.all(trace.stats["step_size"] == np.float32(1.0))  # δ, fixed
+
+
+def test_pdhams_learning_needs_warmup():
+    with pytest.raises(ValueError, match="num_warmup >= 200"):
+        gradmc.sample(gradmc.target("discs-ising", shape=4), "v-pdhams", num_warmup=50, num_draws=10, progress=False)

@@ -142,6 +142,8 @@ SAMPLERS = {
     "gwg-three-flips": ("gwg", {"num_flips": 3, "adapt": None}, 0),
     "ordinal-gwg": ("ordinal-gwg", {"radius": 2}, 400),
     "mh-uniform": ("mh-uniform", {"radius": 1}, 0),
+    "v-pdhams-learned-w": ("v-pdhams", {}, 400),
+    "o-pdhams-learned-w": ("o-pdhams", {}, 400),
     "gibbs-random": ("gibbs", {"scan": "random"}, 0),
     "gibbs-systematic": ("gibbs", {"scan": "systematic"}, 0),
 }
@@ -154,6 +156,8 @@ DEFAULT = {
     ("gwg", "binary"),
     ("gwg-one-flip", "ordinal"),
     ("gwg-three-flips", "categorical"),
+    ("v-pdhams-learned-w", "ordinal"),
+    ("o-pdhams-learned-w", "binary"),
     ("ordinal-gwg", "ordinal"),
     ("mh-uniform", "categorical"),
     ("gibbs-random", "binary"),
@@ -163,7 +167,7 @@ GRID = [
     pytest.param(s, sp, marks=() if (s, sp) in DEFAULT else pytest.mark.slow, id=f"{s}-{sp}")
     for s in SAMPLERS
     for sp in SPACES
-    if not (s == "ordinal-gwg" and sp == "categorical")
+    if not (sp == "categorical" and (s == "ordinal-gwg" or "pdhams" in s))
 ]
 NUM_CHAINS, NUM_DRAWS = 32, 10_000
 

@@ -419,8 +419,8 @@ def test_bad_input():
             gradmc.sampler("v-pdhams", **opts).bind(GAUSS, 0)
         with pytest.raises(ValueError):
             gradmc.sampler("o-dhams", **{k: v for k, v in opts.items()}).bind(SMALL, 0)
-    with pytest.raises(ValueError, match="needs W"):
-        gradmc.sampler("v-pdhams").bind(SMALL, 0)
+    with pytest.raises(ValueError, match="learns its second-order model W during warm-up"):
+        gradmc.sampler("v-pdhams").bind(SMALL, 0)  # no W and no warm-up to learn it in
     with pytest.raises(ValueError, match="symmetric"):
         gradmc.sampler("o-pdhams", W=np.triu(np.ones((3, 3)))).bind(SMALL, 0)
     for values in ([0.0, 2.0, 1.0], [0.0, 1.0, 1.0]):

@@ -26,6 +26,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from gradmc.adapt.learned_model import explore_then_fit_sampler
 from gradmc.adapt.preconditioner import DEFAULTS as LEARNING_DEFAULTS
 from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
 from gradmc.adapt.step_size import rule_by_name, step_size_sampler
@@ -33,7 +34,14 @@ from gradmc.base import BoundSampler, SamplingAlgorithm, Target
 from gradmc.checks import check_positive, check_positive_param, check_radius, check_symmetric
 from gradmc.discrete import avg, block_gibbs, gibbs, gwg, hams, lattice_metropolis, ncg, pavg, uniform
 from gradmc.discrete.proposals import check_space, fixed_sampler, stats
-from gradmc.discrete.second_order import check_w, dhams_preconditioner, pdhams_preconditioner
+from gradmc.discrete.second_order import (
+    HamsPreconditioner,
+    check_w,
+    dhams_preconditioner,
+    fit_w_from_sums,
+    pdhams_preconditioner,
+    traced_pdhams_preconditioner,
+)
 from gradmc.registry import register_sampler
 from gradmc.spaces import Categorical, DiscreteSpace
 
@@ -485,16 +493,10 @@ def _hams_sampler(name, target, space, precond, epsilon, phi, beta, delta) -> Bo
     )
 
 
-def _w_of(target: Target, W, name: str) -> np.ndarray:
-    if W is None:
-        W = target.metadata.get("W")
-    if W is None:
-        raise ValueError(
-            f"{name} needs W (the second-order model): pass W=, e.g. from "
-            "gradmc.tuning.calibration.calibrate_w, or fit_w_gradients / fit_w_values of "
-            "gradmc.discrete.second_order on burn-in draws"
-        )
-    return check_w(W, hams.check_space(target).dim)
+def _given_w(target: Target, W) -> np.ndarray | None:
+    """The W given as an option, else the target's ``metadata['W']``, else None (learn it)."""
+    W = target.metadata.get("W") if W is None else W
+    return None if W is None else check_w(W, hams.check_space(target).dim)
 
 
 def _dhams_builder(name, beta_default, settings):
@@ -536,14 +538,52 @@ _register("o-dhams", "over-relaxed discrete HAMS (Zhou & Tan, DHAMS): δ, ε, φ
 )
 
 
+#: Exploring steps whose moves the learned W is fitted from (per chain, pooled over chains).
+W_HISTORY = 500
+
+
+def _learned_w_sampler(name, target: Target, num_warmup, delta, epsilon, phi, beta) -> BoundSampler:
+    """PDHAMS whose W is learned in warm-up (:mod:`gradmc.adapt.learned_model`): NCG, adapting
+    its step size, explores the first half; W is the gradient regression of PD eq. 38 on the
+    pooled moves of all chains, D and L follow (§8.4, §8.5); the second half runs PDHAMS.
+    """
+    if int(num_warmup) < 200:
+        raise ValueError(
+            f"{name} learns its second-order model W during warm-up and needs num_warmup >= 200 "
+            f"(got {num_warmup}); pass W= to use a given W"
+        )
+    space = hams.check_space(target)
+    f = target.logdensity_fn
+    d = space.dim
+    explorer = _first_order_sampler("ncg", ncg, target, num_warmup, 0.5, "dual_averaging", TARGET_ACCEPT)
+    hams_kernel = hams.build_kernel(beta)
+    eye = jnp.eye(d, dtype=jnp.float32)
+    return explore_then_fit_sampler(
+        name,
+        explorer,
+        lambda explorer_state: explorer_state.kernel.grad,
+        num_warmup,
+        d,
+        num_history=W_HISTORY,
+        fit=lambda xtx, xty: traced_pdhams_preconditioner(fit_w_from_sums(xtx, xty), delta),
+        placeholder_model=HamsPreconditioner(0.0 * eye, jnp.ones(d, jnp.float32), eye, eye),
+        kernel_init=lambda key, position: hams.init(position, f, key),
+        kernel=lambda key, state, precond: hams_kernel(key, state, f, space, precond, epsilon, phi),
+        stats_fn=lambda state, info: stats(state, info, delta),
+        params_of=lambda precond: {"model": precond, "W": precond.W},
+    )
+
+
 def _pdhams_builder(name, beta_default, eps_default, phi_default):
     def build(
         target: Target, num_warmup: int, W=None, delta=1.0, epsilon=eps_default, phi=phi_default, beta=beta_default
     ):
-        del num_warmup
         space = hams.check_space(target)
         hams.check_hyper(epsilon, beta, delta)
-        precond = pdhams_preconditioner(_w_of(target, W, name), delta)
+        W = _given_w(target, W)
+        if W is None:
+            return _learned_w_sampler(name, target, num_warmup, delta, epsilon, phi, beta)
+        precond = pdhams_preconditioner(W, delta)
         return _hams_sampler(name, target, space, precond, epsilon, phi, beta, delta)
 
     build.__doc__ = f"""{name.upper()} (:mod:`gradmc.discrete.hams` with a second-order model W).
@@ -553,10 +593,13 @@ def _pdhams_builder(name, beta_default, eps_default, phi_default):
     target : gradmc.base.Target
         A target on Binary, Spin or Ordinal values.
     num_warmup : int
-        Warm-up steps (ordinary steps: nothing adapts).
+        Warm-up steps: when W is learned (no ``W`` given and none in the target's
+        metadata), the first half explores with a self-tuning NCG, W is fitted from the
+        moves of all chains (PD eq. 38) and the second half runs {name}; at least 200.
+        With a given W the warm-up steps are ordinary steps.
     W : array_like, optional
-        The second-order model (default: the target's ``metadata['W']``; else calibrate
-        it with :func:`gradmc.tuning.calibration.calibrate_w`).
+        The second-order model (default: the target's ``metadata['W']``, else learned in
+        warm-up).
     delta : float
         δ > 0: D = (δ − λ_min W) I.
     epsilon : float
@@ -586,16 +629,19 @@ def build_pavg_variance(target: Target, num_warmup: int, W=None, delta=1.0):
     target : gradmc.base.Target
         A target on Binary, Spin or Ordinal values.
     num_warmup : int
-        Warm-up steps (ordinary steps: nothing adapts).
+        Warm-up steps: W is learned in them as for the PDHAMS samplers when no W is given
+        (at least 200); with a given W they are ordinary steps.
     W : array_like, optional
-        The second-order model (default: the target's ``metadata['W']``).
+        The second-order model (default: the target's ``metadata['W']``, else learned).
     delta : float
         δ > 0: D = (δ − λ_min W) I.
     """
-    del num_warmup
     space = hams.check_space(target)
     hams.check_hyper(delta=delta)
-    precond = pdhams_preconditioner(_w_of(target, W, "pavg-variance"), delta)
+    W = _given_w(target, W)
+    if W is None:
+        return _learned_w_sampler("pavg-variance", target, num_warmup, delta, 0.0, 0.0, 1.0)
+    precond = pdhams_preconditioner(W, delta)
     return _hams_sampler("pavg-variance", target, space, precond, 0.0, 0.0, 1.0, delta)
 
 

@@ -46,6 +46,9 @@ __all__ = [
     "make_preconditioner",
     "pdhams_preconditioner",
     "dhams_preconditioner",
+    "moment_sums",
+    "fit_w_from_sums",
+    "traced_pdhams_preconditioner",
 ]
 
 #: Below this condition number of W + D, L is the Cholesky factor (§8.5).
@@ -305,3 +308,55 @@ def dhams_preconditioner(delta, dim: int) -> HamsPreconditioner:
     delta = jnp.asarray(delta, jnp.float32)
     ones = jnp.ones(int(dim), jnp.float32)
     return HamsPreconditioner(0.0 * ones, ones / delta**2, ones / delta, ones * delta)
+
+
+# -- the same fits inside a traced warm-up (JAX, float32) ------------------------------------------
+
+
+def moment_sums(moves, gradient_changes) -> tuple[jax.Array, jax.Array]:
+    """(XᵀX, XᵀY) of PD eq. 38 from the rows Δs (moves) and Δ∇f (gradient changes), (n, d)
+    each, as a traced computation; pooled across chains they give :func:`fit_w_from_sums`.
+
+    Parameters
+    ----------
+    moves, gradient_changes : jax.Array
+        X and Y of eq. 38, one row per step (rows of zeros, rejected moves, add nothing).
+    """
+    return moves.T @ moves, moves.T @ gradient_changes
+
+
+def fit_w_from_sums(xtx, xty) -> jax.Array:
+    """W = argmin_{W=Wᵀ} ||Y − X W||²_F (PD eq. 38) from XᵀX and XᵀY: the Lyapunov equation
+    XᵀX W + W XᵀX = XᵀY + YᵀX (eq. 73) solved in the eigenbasis of XᵀX, traceable.
+
+    A ridge of 10⁻⁶ · mean eigenvalue keeps directions the moves never took at W = 0 there.
+
+    Parameters
+    ----------
+    xtx, xty : jax.Array
+        XᵀX and XᵀY, (d, d).
+    """
+    d = xtx.shape[0]
+    ridge = 1e-6 * jnp.trace(xtx) / d + 1e-12
+    lam, V = jnp.linalg.eigh(xtx + ridge * jnp.eye(d, dtype=xtx.dtype))
+    C = V.T @ (xty + xty.T) @ V
+    W = V @ (C / (lam[:, None] + lam[None, :])) @ V.T
+    return 0.5 * (W + W.T)
+
+
+def traced_pdhams_preconditioner(W, delta) -> HamsPreconditioner:
+    """:func:`pdhams_preconditioner` inside a traced warm-up: D = (δ − λ_min W) I (§8.4) and the
+    eigen factor L = U Λ^{1/2} of W + D (§8.5), in float32 with no host checks.
+
+    Parameters
+    ----------
+    W : jax.Array
+        The second-order model, symmetric (d, d).
+    delta : float
+        δ > 0.
+    """
+    d = W.shape[0]
+    D = jnp.full((d,), delta - jnp.linalg.eigvalsh(W)[0], W.dtype)
+    lam, U = jnp.linalg.eigh(W + jnp.diag(D))
+    root = jnp.sqrt(jnp.maximum(lam, delta * 1e-6))
+    return HamsPreconditioner(W, D, U * root, (U / root).T)

@@ -1,0 +1,153 @@
+"""A warm-up that explores first, then fits a model of the target and runs the kernel that
+needs it: how the PDHAMS samplers learn their second-order model W when none is given.
+
+Warm-up steps 0 .. T/2 − 1 run a self-tuning *explorer* (a :class:`~gradmc.base.BoundSampler`
+of its own, e.g. NCG adapting its step size) and record, over the last ``num_history`` of
+them, each step's move Δs and the change of the gradient Δ∇f. At step T/2 the records of
+all chains are pooled (``lax.pmean`` over the runner's ``"chain"`` axis) into the sums
+XᵀX and XᵀY, ``fit`` turns them into the model (for PDHAMS: W of PD eq. 38 and its
+preconditioner), and the main kernel starts from the explorer's position. The rest of the
+warm-up runs the main kernel with the fitted model; after warm-up the model is frozen and
+returned in the run's ``params``, so the kept draws come from a fixed kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from gradmc.adapt.preconditioner import pool_chains
+from gradmc.base import BoundSampler
+
+__all__ = ["ExploreFitState", "explore_then_fit_sampler"]
+
+
+class ExploreFitState(NamedTuple):
+    """Warm-up state of :func:`explore_then_fit_sampler`.
+
+    Parameters
+    ----------
+    explorer : Any
+        The explorer's warm-up state.
+    kernel : Any
+        The main kernel's state (started afresh when the model is fitted).
+    model : Any
+        The fitted model (a placeholder before the fit).
+    moves, gradient_changes : jax.Array
+        The recorded Δs and Δ∇f, ``(num_history, d)``.
+    fitted : jax.Array
+        Whether the model is fitted (the main kernel's state is then the live one).
+    """
+
+    explorer: Any
+    kernel: Any
+    model: Any
+    moves: jax.Array
+    gradient_changes: jax.Array
+    fitted: jax.Array
+
+
+def explore_then_fit_sampler(
+    name: str,
+    explorer: BoundSampler,
+    gradient: Callable,
+    num_warmup: int,
+    dim: int,
+    *,
+    num_history: int,
+    fit: Callable,
+    placeholder_model: Any,
+    kernel_init: Callable,
+    kernel: Callable,
+    stats_fn: Callable,
+    params_of: Callable,
+) -> BoundSampler:
+    """The :class:`~gradmc.base.BoundSampler` of the warm-up in the module doc.
+
+    Parameters
+    ----------
+    name : str
+        The sampler's name.
+    explorer : BoundSampler
+        Runs the first half of the warm-up (its ``warmup_step``); its step statistics must
+        have the same structure as ``stats_fn``'s.
+    gradient : callable
+        ``gradient(explorer_state) -> ∇f`` at the explorer's position.
+    num_warmup : int
+        Warm-up steps T (T/2 explore, T/2 with the fitted model).
+    dim : int
+        d, the flattened dimension.
+    num_history : int
+        How many of the last exploring steps are recorded.
+    fit : callable
+        ``fit(xtx, xty) -> model`` from the pooled sums (traced).
+    placeholder_model : Any
+        A model of the fitted model's structure, used before the fit.
+    kernel_init : callable
+        ``kernel_init(key, position) -> state`` of the main kernel.
+    kernel : callable
+        ``kernel(key, state, model) -> (state, info)``.
+    stats_fn : callable
+        ``stats_fn(state, info) -> StepStats`` of the main kernel.
+    params_of : callable
+        ``params_of(model) -> dict`` returned with the run (what was learned); it holds the
+        model itself under ``"model"``, which the kept kernel uses.
+    """
+    fit_at = int(num_warmup) // 2
+    history = max(min(int(num_history), fit_at), 1)
+    first_recorded = fit_at - history
+
+    def init(key, position):
+        key_explorer, key_kernel = jax.random.split(key)
+        zeros = jnp.zeros((history, dim), jnp.float32)
+        return ExploreFitState(
+            explorer.init(key_explorer, position),
+            kernel_init(key_kernel, position),
+            placeholder_model,
+            zeros,
+            zeros,
+            jnp.bool_(False),
+        )
+
+    def explore(key, ws, t):
+        new, stats = explorer.warmup_step(key, ws.explorer, t)
+        move = (explorer.position(new) - explorer.position(ws.explorer)).reshape(-1)
+        change = (gradient(new) - gradient(ws.explorer)).reshape(-1)
+        slot = jnp.where(t >= first_recorded, t - first_recorded, history)  # out of range: dropped
+        return ws._replace(
+            explorer=new,
+            moves=ws.moves.at[slot].set(move, mode="drop"),
+            gradient_changes=ws.gradient_changes.at[slot].set(change, mode="drop"),
+        ), stats
+
+    def switch(key, ws):
+        xtx = pool_chains(ws.moves.T @ ws.moves)
+        xty = pool_chains(ws.moves.T @ ws.gradient_changes)
+        started = kernel_init(key, explorer.position(ws.explorer))
+        return ws._replace(model=fit(xtx, xty), kernel=started, fitted=jnp.bool_(True))
+
+    def run_kernel(key, ws):
+        state, info = kernel(key, ws.kernel, ws.model)
+        return ws._replace(kernel=state), stats_fn(state, info)
+
+    def warmup_step(key, ws, t):
+        key_switch, key_step = jax.random.split(key)
+        ws = jax.lax.cond(t == fit_at, lambda w: switch(key_switch, w), lambda w: w, ws)
+        return jax.lax.cond(t < fit_at, lambda w: explore(key_step, w, t), lambda w: run_kernel(key_step, w), ws)
+
+    def finalize(ws):
+        return ws.kernel, params_of(ws.model)
+
+    def step(key, state, params):
+        state, info = kernel(key, state, params["model"])
+        return state, stats_fn(state, info)
+
+    def position(state):
+        if isinstance(state, ExploreFitState):
+            return jnp.where(state.fitted, state.kernel.position, explorer.position(state.explorer))
+        return state.position
+
+    return BoundSampler(name, init, warmup_step, finalize, step, position, adapts_in_warmup=True)
