@@ -125,3 +125,8 @@ def test_pdhams_learns_the_hessian_of_a_quadratic_target(name):
 def test_pdhams_learning_needs_warmup():
     with pytest.raises(ValueError, match="num_warmup >= 200"):
         gradmc.sample(gradmc.target("discs-ising", shape=4), "v-pdhams", num_warmup=50, num_draws=10, progress=False)
+
+
+def test_pdhams_refuses_to_learn_a_huge_dense_w():
+    with pytest.raises(ValueError, match="dense second-order model W"):
+        gradmc.sampler("v-pdhams").bind(gradmc.target("discs-bernoulli", shape=3000), 1000)

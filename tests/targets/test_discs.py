@@ -238,7 +238,7 @@ def test_fhmm_log_densities_by_hand():
 
 def test_rbm_marginalises_the_hidden_units():
     t = discs.discs_rbm(num_visible=5, num_hidden=3, seed=3)
-    W, b_v, b_h = t.metadata["W"], t.metadata["b_visible"], t.metadata["b_hidden"]
+    W, b_v, b_h = t.metadata["weights"], t.metadata["b_visible"], t.metadata["b_hidden"]
     v = np.array([1.0, 0.0, 1.0, 1.0, 0.0])
     hidden = np.array(list(itertools.product([0, 1], repeat=3)), float)
     brute = np.log(np.sum(np.exp(v @ W @ hidden.T + hidden @ b_h + v @ b_v)))

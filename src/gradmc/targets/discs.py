@@ -1003,7 +1003,8 @@ def discs_rbm(
     Returns
     -------
     Target
-        Metadata ``W`` (``(V, H)`` or ``(H, V, C)``), ``b_visible``, ``b_hidden``, ``reference``, ``seed``.
+        Metadata ``weights`` (``(V, H)`` or ``(H, V, C)``; not called ``W``, which names the
+        second-order model the HAMS samplers read), ``b_visible``, ``b_hidden``, ``reference``, ``seed``.
     """
     V = _check_count(num_visible, "num_visible", 1)
     H = _check_count(num_hidden, "num_hidden", 1)
@@ -1044,7 +1045,7 @@ def discs_rbm(
         truth=truth,
         initial_position=_initial_position(space, init),
         metadata={
-            "W": W,
+            "weights": W,
             "b_visible": b_v,
             "b_hidden": b_h,
             "num_categories": C,
