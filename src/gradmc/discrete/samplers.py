@@ -623,15 +623,15 @@ def _pdhams_builder(name, beta_default, eps_default, phi_default):
     return build
 
 
-_register("v-pdhams", "vanilla preconditioned discrete HAMS (Zhou & Tan 2025, Alg. 1): W, δ, ε, φ; β = 1")(
-    _pdhams_builder("v-pdhams", 1.0, 0.9, 0.0)
-)
-_register("o-pdhams", "over-relaxed preconditioned discrete HAMS (Zhou & Tan 2025, Alg. 3): W, δ, ε, φ, β")(
-    _pdhams_builder("o-pdhams", 0.1, 0.9, 0.0)
-)
+_register(
+    "v-pdhams", "vanilla preconditioned discrete HAMS (Zhou & Tan 2025, Alg. 1): W given or learned in warm-up; δ, ε, φ"
+)(_pdhams_builder("v-pdhams", 1.0, 0.9, 0.0))
+_register(
+    "o-pdhams", "over-relaxed preconditioned discrete HAMS (Zhou & Tan 2025, Alg. 3): W given or learned; δ, ε, φ, β"
+)(_pdhams_builder("o-pdhams", 0.1, 0.9, 0.0))
 
 
-@_register("pavg-variance", "PAVG in Zhou & Tan's variance form = PDHAMS with ε = 0, φ = 0, β = 1: W, δ")
+@_register("pavg-variance", "PAVG in Zhou & Tan's variance form = PDHAMS with ε = 0, φ = 0, β = 1; W given or learned")
 def build_pavg_variance(target: Target, num_warmup: int, W=None, delta=1.0):
     """PAVG in Zhou & Tan's variance form: :mod:`gradmc.discrete.hams` with ε = 0, φ = 0, β = 1.
 
