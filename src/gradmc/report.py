@@ -57,7 +57,8 @@ def format_params(params) -> str:
             spread = "" if np.ptp(v) == 0 else f" ({_cell(v.min())}..{_cell(v.max())} over chains)"
             parts.append(f"{name} {_cell(float(np.median(v)))}{spread}")
         elif x.ndim == 3 and x.shape[1] == x.shape[2]:
-            cond = float(np.median(np.linalg.cond(x)))
+            shared = np.array_equal(x, np.broadcast_to(x[:1], x.shape))  # pooled across chains: one matrix
+            cond = float(np.linalg.cond(x[0]) if shared else np.median(np.linalg.cond(x)))
             parts.append(f"{name} {x.shape[1]}x{x.shape[2]} (condition number {cond:.3g})")
         else:
             parts.append(f"{name} shape {x.shape[1:]}")

@@ -80,15 +80,15 @@ def move_logits(position, grad, space: DiscreteSpace, radius) -> jax.Array:
     return jnp.where(allowed, 0.5 * change, -jnp.inf)
 
 
-def _ordered_log_probability(logits, sites, moves, active) -> jax.Array:
+def _ordered_log_probability(logits, site_weights, sites, moves, active) -> jax.Array:
     """Log probability of drawing ``(sites[r], moves[r])`` for the active r in order, each
-    coordinate without replacement with weight w_i = Σ_j exp(logits[i, j]) (see module doc).
+    coordinate without replacement with weight w_i = Σ_j exp(logits[i, j]) (see module doc);
+    ``site_weights`` holds log w_i.
 
     The normaliser of draw r, Σ over coordinates not drawn before r, is the weight of the
     coordinates never drawn plus the suffix sum of the drawn ones from r on: a sum of
     positive terms (no cancellation), O(d + R).
     """
-    site_weights = jax.nn.logsumexp(logits, axis=1)  # (d,)
     drawn = jnp.zeros(logits.shape[0], bool).at[jnp.where(active, sites, logits.shape[0])].set(True, mode="drop")
     never_drawn = jax.nn.logsumexp(jnp.where(drawn, -jnp.inf, site_weights))
     suffix = jax.lax.cumlogsumexp(jnp.where(active, site_weights[sites], -jnp.inf), reverse=True)
@@ -112,9 +112,9 @@ def _multi_flip_step(key, state: DiscreteState, logdensity_fn, space: DiscreteSp
         new_values, back = values[moves], space.to_index(state.position[sites])
     targets = jnp.where(active, sites, d)  # inactive draws change nothing
     proposed = init(state.position.at[targets].set(new_values, mode="drop"), logdensity_fn)
-    log_forward = _ordered_log_probability(logits, sites, moves, active)
+    log_forward = _ordered_log_probability(logits, site_weights, sites, moves, active)
     rev_logits = move_logits(proposed.position, proposed.grad, space, radius)
-    log_reverse = _ordered_log_probability(rev_logits, sites, back, active)
+    log_reverse = _ordered_log_probability(rev_logits, jax.nn.logsumexp(rev_logits, axis=1), sites, back, active)
     return proposals.metropolis(key_mh, state, proposed, log_reverse - log_forward)
 
 
