@@ -1,5 +1,7 @@
 """Shared fixtures: small targets whose truth is exact, built once per test run."""
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,6 +11,7 @@ from gradmc.base import Target, Truth
 from gradmc.spaces import Real
 
 jax.config.update("jax_platforms", "cpu")
+os.environ.setdefault("GRADMC_NO_COMPILE_CACHE", "1")  # the CLI's tests leave the user's cache alone
 
 
 def gaussian_target(mean, cov, name="test-gaussian"):

@@ -88,11 +88,158 @@ def test_compare_with_checkpoint_resumes_identically(tmp_path, capsys):
         (["sample", "banana", "--sampler", "mala", "--chains", "0"], "num_chains"),
         (["sample", "banana", "--sampler", "nuts", "--extended", "0"], "pseudo-samples N"),
         (["sample", "banana", "--sampler", "nuts", "--extended-option", "beta_bounds=[0.1,1]"], "needs --extended"),
+        (["sample", "banana", "--sampler", "mala", "--draws", "3"], "at least 4 draws per chain"),
+        (["compare", "banana", "--samplers", "rwm", "--draws", "1"], "at least 4 draws per chain"),
+        (["compare", "banana", "--samplers", "rwm", "--option", "mala.step_size=1"], "not among --samplers"),
+        (["compare", "banana", "--samplers", "rwm", "--option", "step_size=1"], "SAMPLER.KEY=VALUE"),
+        (["compare", "banana", "--samplers", "rwm,mala", "--option", "mala.bogus=1"], "has no option"),
+        (["sample", "banana", "--sampler", "mala", "--restart"], "--restart discards a checkpoint"),
+        (["sample", "banana", "--sampler", "mala", "--dim", "3"], "--dim apply to a model"),
+        (["describe", "no-such-sampler"], "valid samplers"),
     ],
 )
 def test_bad_names_and_arguments_exit_2(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--out", "--checkpoint"])
+@pytest.mark.parametrize("command", [["sample", "banana", "--sampler", "mala"], ["compare", "banana"]])
+def test_a_folder_that_cannot_be_written_fails_before_sampling(tmp_path, capsys, monkeypatch, command, flag):
+    import gradmc
+
+    monkeypatch.setattr(gradmc, "sample", lambda *a, **k: pytest.fail("sampled before checking the folders"))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main([*command, flag, str(blocker / "sub"), *SMALL]) == 2
+    assert f"{flag} {blocker / 'sub'}: cannot write there" in capsys.readouterr().err
+    assert main([*command, flag, str(blocker), *SMALL]) == 2
+    assert f"{flag} {blocker} is a file, not a folder" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    import gradmc
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"gradmc {gradmc.__version__}"
+
+
+def test_describe_shows_every_option_with_default_and_meaning(capsys):
+    assert main(["describe", "hmc"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("hmc [continuous]: ")
+    assert "num_integration_steps = 10  (int)\n      Leapfrog steps per trajectory." in out
+    assert "target_accept = 0.8" in out and "dense_mass = False" in out
+
+
+def test_list_options_shows_the_options_of_every_sampler(capsys):
+    assert main(["list", "--options"]) == 0
+    out = capsys.readouterr().out
+    assert "num_integration_steps = 10" in out and "scan = 'random'" in out
+
+
+@pytest.mark.parametrize("name", [e.name for e in registry.samplers()])
+def test_every_sampler_option_is_documented(name):
+    for option in registry.sampler_options(name):
+        assert option.doc, f"{name}: option {option.name} has no entry in the builder's Parameters section"
+
+
+@pytest.mark.parametrize(
+    "name, former, current",
+    [
+        ("rwm", "cov", "preconditioner"),
+        ("parallel-tempering", "num_leapfrog_steps", "num_integration_steps"),
+        ("simulated-tempering", "num_leapfrog_steps", "num_integration_steps"),
+    ],
+)
+def test_former_option_names_still_work_with_a_deprecation_warning(name, former, current):
+    with pytest.warns(DeprecationWarning, match=f"{former!r} is deprecated; use {current!r}"):
+        recipe = registry.sampler(name, **{former: 3})
+    assert recipe.options == {current: 3}
+    with pytest.raises(TypeError, match=f"give {current} only"):
+        registry.sampler(name, **{former: 3, current: 3})
+
+
+def test_compare_options_go_to_their_sampler(monkeypatch, capsys):
+    import gradmc
+    import gradmc.compare
+
+    given = []
+
+    def stop(target, recipes, **budget):
+        given.extend((r.name, r.options) for r in recipes)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(gradmc.compare, "compare", stop)
+    argv = ["compare", "banana", "--samplers", "rwm,hmc", "--option", "hmc.num_integration_steps=3"]
+    assert main([*argv, "--option", "rwm.cov=[[1.0,0.0],[0.0,1.0]]", *SMALL]) == 2
+    assert given == [("rwm", {"preconditioner": [[1.0, 0.0], [0.0, 1.0]]}), ("hmc", {"num_integration_steps": 3})]
+    assert "gradmc: warning: sampler 'rwm': option 'cov' is deprecated; use 'preconditioner'" in capsys.readouterr().err
+
+
+def test_run_warnings_print_one_line_each(tmp_path, monkeypatch, capsys):
+    import dataclasses
+    import warnings
+
+    import gradmc
+    from gradmc.diagnostics.health import RunWarning
+
+    sample = gradmc.sample
+
+    def with_warning(*args, **kwargs):
+        trace = sample(*args, **kwargs)
+        warnings.warn("mala: chains disagree", RunWarning, stacklevel=1)
+        return dataclasses.replace(trace, warnings=["mala: chains disagree"])
+
+    monkeypatch.setattr(gradmc, "sample", with_warning)
+    assert main(["sample", "gaussian-2d-corr", "--sampler", "mala", "--out", str(tmp_path), *SMALL]) == 0
+    err = capsys.readouterr().err
+    assert err.count("chains disagree") == 1 and "gradmc: warning: mala: chains disagree" in err
+
+
+def _interrupt_second_draw_chunk(monkeypatch):
+    from gradmc.run.store import RunStore
+
+    save = RunStore.save_chunk
+
+    def interrupted(self, phase, index, outputs):
+        if phase == "draws" and index == 1:
+            raise KeyboardInterrupt
+        return save(self, phase, index, outputs)
+
+    monkeypatch.setattr(RunStore, "save_chunk", interrupted)
+
+
+def test_ctrl_c_exits_130_and_the_same_command_resumes(tmp_path, monkeypatch, capsys):
+    import arviz as az
+
+    argv = ["sample", "gaussian-2d-corr", "--sampler", "mala", *SMALL]
+    assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
+    again = [*argv, "--out", str(tmp_path / "resumed"), "--checkpoint", str(tmp_path / "ck")]
+    _interrupt_second_draw_chunk(monkeypatch)
+    assert main(again) == 130
+    err = capsys.readouterr().err
+    assert "gradmc: mala on gaussian-2d-corr: interrupted after 32 of 70 steps; rerun the same command to resume" in err
+    assert "Traceback" not in err
+    monkeypatch.undo()
+    assert main(again) == 0
+    whole, resumed = (az.from_netcdf(tmp_path / x / "trace.nc").posterior["x"].values for x in ("whole", "resumed"))
+    np.testing.assert_array_equal(resumed, whole)
+    assert main([*again, "--restart"]) == 0
+
+
+def test_ctrl_c_without_checkpoint_says_how_to_keep_one(tmp_path, monkeypatch, capsys):
+    from gradmc.run import sampling
+
+    def interrupted(self, name, out):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sampling._PhaseRunner, "collect", interrupted)
+    assert main(["sample", "banana", "--sampler", "rwm", "--out", str(tmp_path), *SMALL]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted after 0 of 70 steps; nothing was saved (with --checkpoint DIR" in err
 
 
 @registry.register_experiment("test-ok", "a tiny experiment used by the test suite")
@@ -120,3 +267,63 @@ def test_report_shows_results_figures_and_failures(tmp_path):
     assert "FAILED" in text and "deliberate failure" in text
     page = index.read_text()
     assert "<table>" in page and "<img" in page and "jax" in page
+
+
+MODEL_FILE = """
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+
+
+def log_p(x):
+    return -0.5 * jnp.sum((x - 1.0) ** 2)
+
+
+def potts(x):  # one-hot rows of a 2x2 periodic lattice, 3 states
+    grid = x.reshape(2, 2, 3)
+    return 0.3 * (jnp.sum(grid * jnp.roll(grid, 1, axis=0)) + jnp.sum(grid * jnp.roll(grid, 1, axis=1)))
+
+
+def schools(y, sigma):
+    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+    tau = numpyro.sample("tau", dist.HalfCauchy(5.0))
+    with numpyro.plate("school", len(sigma)):
+        eta = numpyro.sample("eta", dist.Normal(0.0, 1.0))
+        theta = numpyro.deterministic("theta", mu + tau * eta)
+        numpyro.sample("obs", dist.Normal(theta, sigma), obs=y)
+"""
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("user-model")
+    (folder / "model.py").write_text(MODEL_FILE)
+    y, sigma = [28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0], [15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0]
+    np.savez(folder / "schools.npz", y=np.array(y), sigma=np.array(sigma))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("spec", "extra", "sampler", "names"),
+    [
+        ("log_p", ["--dim", "3"], "mala", {"x"}),
+        ("potts", ["--space", "categorical:3x4"], "gwg", {"x"}),
+        ("schools", ["--data", "schools.npz"], "nuts", {"mu", "tau", "eta", "theta"}),
+    ],
+)
+def test_sample_runs_a_user_model_file(model_file, tmp_path, capsys, spec, extra, sampler, names):
+    """``gradmc sample path/model.py:NAME``: a function with --dim or --space, a NumPyro model with
+    --data; the summary and the trace file carry the model's names (constrained for NumPyro)."""
+    extra = [str(model_file / e) if e.endswith(".npz") else e for e in extra]
+    argv = ["sample", f"{model_file / 'model.py'}:{spec}", *extra, "--sampler", sampler, "--out", str(tmp_path), *SMALL]
+    assert main(argv) == 0
+    import arviz as az
+
+    posterior = az.from_netcdf(tmp_path / "trace.nc").posterior
+    assert set(posterior.data_vars) == names
+    if spec == "schools":
+        out = capsys.readouterr().out
+        assert "tau" in out and "eta[0]" in out
+        assert float(posterior["tau"].min()) > 0 and posterior["theta"].shape == (2, 40, 8)
+    if spec == "potts":  # categorical draws written as labels
+        assert posterior["x"].shape == (2, 40, 4) and set(np.unique(posterior["x"])) <= {0, 1, 2}

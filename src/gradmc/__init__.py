@@ -14,16 +14,21 @@ import warnings
 
 import gradmc.continuous.samplers  # noqa: F401  (registers samplers)
 import gradmc.discrete.samplers  # noqa: F401  (registers samplers)
-from gradmc import diagnostics, experiments, extended, spaces, targets  # noqa: F401  (registers targets and experiments)
+from gradmc import diagnostics, experiments, extended, models, spaces, targets  # noqa: F401  (registers targets and experiments)
 from gradmc.base import BoundSampler, PerDatumModel, Sampler, SamplingAlgorithm, StepStats, Target, Truth
+from gradmc.diagnostics.health import RunWarning
+from gradmc.models import from_function
+from gradmc.numpyro_models import from_numpyro
 from gradmc.registry import UnknownNameError, sampler, target
 from gradmc.registry import samplers as list_samplers
 from gradmc.registry import targets as list_targets
 from gradmc.run import sample
 from gradmc.trace import Trace
+from gradmc.variables import Variables
 
 __all__ = [
     "PerDatumModel",
+    "RunWarning",
     "Sampler",
     "BoundSampler",
     "SamplingAlgorithm",
@@ -32,6 +37,9 @@ __all__ = [
     "Trace",
     "Truth",
     "UnknownNameError",
+    "Variables",
+    "from_function",
+    "from_numpyro",
     "sample",
     "sampler",
     "list_samplers",
@@ -40,6 +48,7 @@ __all__ = [
     "target",
     "targets",
     "diagnostics",
+    "models",
 ]
 
 __version__ = "0.1.0"

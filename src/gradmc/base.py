@@ -28,6 +28,7 @@ import numpy as np
 from blackjax.base import SamplingAlgorithm
 
 from gradmc.spaces import Space
+from gradmc.variables import Variables
 
 __all__ = [
     "SamplingAlgorithm",
@@ -148,6 +149,9 @@ class Target:
         The plotting box of a 2-D target.
     metadata : dict
         Anything else (true parameters, cached tables).
+    variables : Variables, optional
+        How a position reads as named variables (``mu``, ``theta``, a lattice of spins),
+        which traces and ArviZ output use; None: one variable ``x``, the position.
     """
 
     name: str
@@ -159,6 +163,7 @@ class Target:
     per_datum: PerDatumModel | None = None
     bounds: tuple[tuple[float, float], tuple[float, float]] | None = None
     metadata: dict = field(default_factory=dict)
+    variables: Variables | None = None
 
     @property
     def dim(self) -> int:

@@ -1,6 +1,9 @@
-"""The ``gradmc`` command: list, sample, compare, reproduce.
+"""The ``gradmc`` command: list, describe, sample, compare, reproduce, merge.
 
-Exit status 2 for unknown names and invalid arguments (with the list of valid names).
+Arguments are checked before any sampling: unknown names, invalid options, a budget the
+summary cannot use, an output or checkpoint folder that cannot be written all exit with
+status 2 and one line ``gradmc: error: ...`` (unknown names list the valid ones). Ctrl-C
+exits with status 130 and says how far the run got and whether rerunning resumes it.
 """
 
 from __future__ import annotations
@@ -9,18 +12,26 @@ import argparse
 import ast
 import json
 import os
+import re
 import sys
+import tempfile
+import textwrap
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["main"]
 
+#: Draws per chain the summary table and the comparison need (ESS and R-hat of split chains).
+SUMMARY_MIN_DRAWS = 4
 
-def _parse_options(pairs: list[str] | None) -> dict:
+
+def _parse_options(pairs: list[str] | None, flag: str = "--option") -> dict:
     """``["step_size=0.1", "adapt=None"]`` -> ``{"step_size": 0.1, "adapt": None}``."""
     options = {}
     for pair in pairs or []:
         if "=" not in pair:
-            raise ValueError(f"--option expects KEY=VALUE, got {pair!r}")
+            raise ValueError(f"{flag} expects KEY=VALUE, got {pair!r}")
         key, raw = pair.split("=", 1)
         try:
             options[key] = ast.literal_eval(raw)
@@ -29,27 +40,89 @@ def _parse_options(pairs: list[str] | None) -> dict:
     return options
 
 
+def _per_sampler_options(pairs: list[str] | None, names: list[str]) -> dict[str, dict]:
+    """``["hmc.num_integration_steps=5"]`` -> ``{"hmc": {"num_integration_steps": 5}, ...}`` for ``names``."""
+    options: dict[str, dict] = {name: {} for name in names}
+    for key, value in _parse_options(pairs, "--option").items():
+        name, dot, option = key.partition(".")
+        if not dot or not option:
+            raise ValueError(f"compare's --option expects SAMPLER.KEY=VALUE, got {key!r}")
+        if name not in options:
+            raise ValueError(f"--option {key}: {name!r} is not among --samplers ({', '.join(names)})")
+        options[name][option] = value
+    return options
+
+
+class _Version(argparse.Action):
+    """``--version``: print ``gradmc VERSION`` and exit."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from gradmc import __version__
+
+        print(f"gradmc {__version__}")
+        parser.exit()
+
+
+def _target_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target", help="a registered target (gradmc list), or a model of yours: FILE.py:NAME or package.module:NAME"
+    )
+    parser.add_argument(
+        "--target-option", action="append", metavar="KEY=VALUE", help="option of a registered target (repeatable)"
+    )
+    parser.add_argument("--dim", type=int, default=None, metavar="D", help="your model's dimension, when it needs one")
+    parser.add_argument(
+        "--space",
+        default=None,
+        metavar="TEXT",
+        help="your model's space, e.g. binary:100 or categorical:4x900 (default: real, or what the model declares)",
+    )
+    parser.add_argument("--data", type=Path, default=None, metavar="FILE", help="data for your model, an .npz file")
+
+
+def _checkpoint_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--checkpoint", type=Path, default=None, metavar="DIR", help="checkpoint folder: the same command resumes"
+    )
+    parser.add_argument(
+        "--restart", action="store_true", help="discard what --checkpoint holds and start again (e.g. a damaged file)"
+    )
+
+
 def _budget_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chains", type=int, default=4, help="number of chains (default 4)")
     parser.add_argument("--warmup", type=int, default=1000, help="warm-up steps per chain (default 1000)")
-    parser.add_argument("--draws", type=int, default=1000, help="kept draws per chain (default 1000)")
+    parser.add_argument(
+        "--draws", type=int, default=1000, help=f"kept draws per chain, at least {SUMMARY_MIN_DRAWS} (default 1000)"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=None, help="folder for the trace and plots")
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR", help="folder for the trace and plots")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``gradmc`` argument parser."""
     parser = argparse.ArgumentParser(
         prog="gradmc", description="Gradient-based MCMC on continuous and discrete spaces."
     )
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
+    parser.add_argument("--no-compile-cache", action="store_true", help="compile afresh, without JAX's disk cache")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list targets, samplers and experiments, one line each")
+    p = sub.add_parser("list", help="list targets, samplers and experiments, one line each")
+    p.add_argument("--options", action="store_true", help="also every option of each sampler: default and meaning")
+
+    p = sub.add_parser("describe", help="a sampler's options: default and meaning of each")
+    p.add_argument("sampler")
 
     p = sub.add_parser("sample", help="run one sampler on a target; summary table, trace file and plots")
-    p.add_argument("target")
+    _target_args(p)
     p.add_argument("--sampler", required=True)
-    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="sampler option (repeatable)")
-    p.add_argument("--target-option", action="append", metavar="KEY=VALUE", help="target option (repeatable)")
+    p.add_argument(
+        "--option", action="append", metavar="KEY=VALUE", help="sampler option (repeatable; gradmc describe SAMPLER)"
+    )
     p.add_argument(
         "--extended",
         type=int,
@@ -65,14 +138,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="pseudo-extended option, e.g. beta_bounds=[0.001,1] (repeatable)",
     )
-    p.add_argument("--checkpoint", type=Path, default=None, help="checkpoint folder: the same command resumes")
+    _checkpoint_args(p)
     _budget_args(p)
 
     p = sub.add_parser("compare", help="run several samplers on a target with the same budget")
-    p.add_argument("target")
+    _target_args(p)
     p.add_argument("--samplers", default="rwm,mala,hmc,nuts", help="comma-separated sampler names")
-    p.add_argument("--target-option", action="append", metavar="KEY=VALUE", help="target option (repeatable)")
-    p.add_argument("--checkpoint", type=Path, default=None, help="checkpoint folder: the same command resumes")
+    p.add_argument(
+        "--option",
+        action="append",
+        metavar="SAMPLER.KEY=VALUE",
+        help="option of one of the samplers, e.g. hmc.num_integration_steps=20 (repeatable)",
+    )
+    _checkpoint_args(p)
     _budget_args(p)
 
     p = sub.add_parser("merge", help="join the per-process NetCDF traces of a multi-host run along chains")
@@ -87,13 +165,125 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out", type=Path, default=None, help="output folder (default out/EXPERIMENT, or report/ with --all)"
     )
-    p.add_argument("--checkpoint", type=Path, default=None, help="checkpoint folder: the same command resumes")
+    _checkpoint_args(p)
     p.add_argument("--image", type=Path, default=None, help="textbook-denoising: also denoise this PNG")
     p.add_argument("--no-progress", action="store_true")
     return parser
 
 
-def _cmd_list(gradmc) -> int:
+# -- checks before any sampling -------------------------------------------------------------
+
+
+def _writable_folder(folder: Path, flag: str) -> Path:
+    """Create ``folder`` and check a file can be written in it; a ``ValueError`` naming it if not."""
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{flag} {folder} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise ValueError(f"{flag} {folder}: cannot write there ({error.strerror or error})") from None
+    return folder
+
+
+def _check_draws(draws: int) -> None:
+    if draws < SUMMARY_MIN_DRAWS:
+        raise ValueError(
+            f"--draws {draws}: the summary needs at least {SUMMARY_MIN_DRAWS} draws per chain (ESS and R-hat)"
+        )
+
+
+def _check_checkpoint(args) -> None:
+    """``--restart`` needs ``--checkpoint``; the checkpoint folder must be writable."""
+    if args.restart and args.checkpoint is None:
+        raise ValueError("--restart discards a checkpoint: give its folder with --checkpoint DIR")
+    if args.checkpoint is not None:
+        _writable_folder(args.checkpoint, "--checkpoint")
+
+
+def _load_target(gradmc, args):
+    """A registered target (with ``--target-option``), or a model ``FILE.py:NAME`` / ``module:NAME``
+    (with ``--dim``, ``--space``, ``--data``).
+    """
+    model_options = {"--dim": args.dim, "--space": args.space, "--data": args.data}
+    if ":" in args.target:
+        if args.target_option:
+            raise ValueError(
+                f"--target-option sets a registered target's options; {args.target} takes --dim, --space, --data"
+            )
+        if args.data is not None and not args.data.is_file():
+            raise ValueError(f"--data {args.data}: no such file")
+        from gradmc.models import load_target
+
+        return load_target(args.target, dim=args.dim, space=args.space, data=args.data)
+    given = [flag for flag, value in model_options.items() if value is not None]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)} apply to a model given as FILE.py:NAME or module:NAME, not to the registered target "
+            f"{args.target!r} (its options: --target-option KEY=VALUE)"
+        )
+    return gradmc.target(args.target, **_parse_options(args.target_option, "--target-option"))
+
+
+def _sampler(gradmc, name: str, options: dict):
+    """``gradmc.sampler(name, **options)``; a former option name prints one ``gradmc: warning:`` line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DeprecationWarning)
+        recipe = gradmc.sampler(name, **options)
+    for w in caught:
+        print(f"gradmc: warning: {w.message}", file=sys.stderr)
+    return recipe
+
+
+# -- after the run ----------------------------------------------------------------------------
+
+
+def _sampling(run: Callable):
+    """``run()`` without Python's display of the run's :class:`~gradmc.diagnostics.health.RunWarning`:
+    :func:`_report_warnings` prints them, one line each.
+    """
+    from gradmc.diagnostics.health import RunWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RunWarning)
+        return run()
+
+
+def _report_warnings(traces) -> None:
+    """Each of the traces' warnings (which start with the sampler's name) as one line
+    ``gradmc: warning: ...`` on stderr.
+    """
+    for trace in traces:
+        for line in trace.warnings:
+            print(f"gradmc: warning: {line}", file=sys.stderr)
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+_ROLE = re.compile(r":\w+:`~?([^`]+)`")  # :func:`name` -> name, in docstrings shown as plain text
+
+
+def _format_default(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _option_lines(name: str, indent: str) -> list[str]:
+    """One entry per option of the sampler ``name``: ``name = default  (type)`` and its meaning."""
+    from gradmc import registry
+
+    lines = []
+    for option in registry.sampler_options(name):
+        kind = f"  ({option.type})" if option.type else ""
+        lines.append(f"{indent}{option.name} = {_format_default(option.default)}{kind}")
+        doc = _ROLE.sub(r"\1", option.doc).replace("``", "") or "(undocumented)"
+        lines.extend(textwrap.wrap(doc, 100, initial_indent=indent + "    ", subsequent_indent=indent + "    "))
+    return lines
+
+
+def _cmd_list(args) -> int:
     from gradmc import registry
 
     for title, entries in (
@@ -105,30 +295,59 @@ def _cmd_list(gradmc) -> int:
         width = max((len(e.name) for e in entries), default=0)
         for e in entries:
             print(f"  {e.name.ljust(width)}  [{e.kind}] {e.description}")
+            if args.options and title == "samplers":
+                print("\n".join(_option_lines(e.name, "      ")))
+    return 0
+
+
+def _cmd_describe(args) -> int:
+    from gradmc import registry
+
+    options = _option_lines(args.sampler, "  ")  # an unknown name fails here, listing the valid ones
+    entry = next(e for e in registry.samplers() if e.name == args.sampler)
+    print(f"{entry.name} [{entry.kind}]: {entry.description}")
+    print("options (--option KEY=VALUE):" if options else "options: none")
+    if options:
+        print("\n".join(options))
     return 0
 
 
 def _cmd_sample(gradmc, args) -> int:
+    import numpy as np
+
     from gradmc import diagnostics, report
 
-    target = gradmc.target(args.target, **_parse_options(args.target_option))
-    recipe = gradmc.sampler(args.sampler, **_parse_options(args.option))
     if args.extended_option and args.extended is None:
         raise ValueError("--extended-option needs --extended N")
-    trace = gradmc.sample(
-        target,
-        recipe,
-        num_chains=args.chains,
-        num_warmup=args.warmup,
-        num_draws=args.draws,
-        seed=args.seed,
-        progress=not args.no_progress,
-        checkpoint=args.checkpoint,
-        extended=args.extended,
-        extended_options=_parse_options(args.extended_option),
+    _check_draws(args.draws)
+    target = _load_target(gradmc, args)
+    recipe = _sampler(gradmc, args.sampler, _parse_options(args.option))
+    extended_options = _parse_options(args.extended_option, "--extended-option")
+    _check_checkpoint(args)
+    out = _writable_folder(args.out or Path("out") / f"{target.name}-{recipe.name}", "--out")
+    trace = _sampling(
+        lambda: gradmc.sample(
+            target,
+            recipe,
+            num_chains=args.chains,
+            num_warmup=args.warmup,
+            num_draws=args.draws,
+            seed=args.seed,
+            progress=not args.no_progress,
+            checkpoint=args.checkpoint,
+            restart=args.restart,
+            extended=args.extended,
+            extended_options=extended_options,
+        )
     )
-    table = diagnostics.summary(trace.draws, target.truth, max_coords=10)
-    shown = "" if target.dim <= 10 else f" (first 10 of {target.dim} coordinates)"
+    if trace.variables is not None and (target.truth is None or target.truth.mean is None):
+        posterior = trace.posterior()  # the model's own names and (for NumPyro) constrained values
+        table = diagnostics.named_summary(posterior, max_coords=10)
+        size = sum(int(np.prod(v.shape[2:])) for v in posterior.values())
+    else:
+        table = diagnostics.summary(trace.draws, target.truth, max_coords=10)
+        size = target.dim
+    shown = "" if size <= 10 else f" (first 10 of {size} coordinates)"
     print(f"{trace.sampler} on {target.name}{shown}")
     print(diagnostics.format_summary(table))
     print(
@@ -142,47 +361,55 @@ def _cmd_sample(gradmc, args) -> int:
             f"pseudo-extended, N = {args.extended}: importance-weight ESS {trace.extended.ess:.0f} of "
             f"{trace.extended.weights.size} particles ({trace.extended.ess_per_iteration:.2f} of N per iteration)"
         )
-    out = args.out or Path("out") / f"{target.name}-{trace.sampler}"
-    out.mkdir(parents=True, exist_ok=True)
     trace.save_netcdf(out / "trace.nc")
     report.plot_trace(trace.draws, out / "trace.png", title=f"{trace.sampler} on {target.name}")
     if target.dim == 2:
         report.plot_pairs(trace.draws, out / "pairs.png", title=f"{trace.sampler} on {target.name}")
     print(f"wrote {out}/trace.nc and plots")
+    _report_warnings([trace])
     return 0
 
 
 def _cmd_compare(gradmc, args) -> int:
     from gradmc import report
-    from gradmc.compare import COMPARE_COLUMNS, compare
+    from gradmc.compare import compare, ranked
     from gradmc.run import checkpoint_root
+    from gradmc.run.store import discard_checkpoint
 
-    target = gradmc.target(args.target, **_parse_options(args.target_option))
+    _check_draws(args.draws)
     names = [s.strip() for s in args.samplers.split(",") if s.strip()]
-    recipes = [gradmc.sampler(n) for n in names]  # fail fast on unknown names
+    if not names:
+        raise ValueError("--samplers names no sampler")
+    options = _per_sampler_options(args.option, names)
+    target = _load_target(gradmc, args)
+    recipes = [_sampler(gradmc, n, options[n]) for n in names]  # unknown names and options fail here
+    _check_checkpoint(args)
+    out = _writable_folder(args.out or Path("out") / f"compare-{target.name}", "--out")
+    if args.restart:
+        discard_checkpoint(args.checkpoint)
     with checkpoint_root(args.checkpoint):
-        result = compare(
-            target,
-            recipes,
-            num_chains=args.chains,
-            num_warmup=args.warmup,
-            num_draws=args.draws,
-            seed=args.seed,
-            progress=not args.no_progress,
+        result = _sampling(
+            lambda: compare(
+                target,
+                recipes,
+                num_chains=args.chains,
+                num_warmup=args.warmup,
+                num_draws=args.draws,
+                seed=args.seed,
+                progress=not args.no_progress,
+            )
         )
-    extra = [c for c in ("divergent", "nonfinite") if any(c in r for r in result.rows)]
     print(
-        report.format_table(
-            result.rows,
-            COMPARE_COLUMNS + extra,
-            title=f"{target.name}: {args.chains} chains x {args.draws} draws after {args.warmup} warm-up",
+        report.format_compare(
+            result.rows, title=f"{target.name}: {args.chains} chains x {args.draws} draws after {args.warmup} warm-up"
         )
     )
-    out = args.out or Path("out") / f"compare-{target.name}"
-    out.mkdir(parents=True, exist_ok=True)
     (out / "table.json").write_text(json.dumps(result.rows, indent=1, default=float))
     report.plot_compare_bars(
-        result.rows, ["min_ess_per_s", "ess_per_grad", "mean_err"], out / "compare.png", title=target.name
+        ranked(result.rows),
+        ["median_ess_per_grad", "min_ess_per_s", "mean_err"],
+        out / "compare.png",
+        title=target.name,
     )
     if target.dim == 2 and target.bounds is not None:
         report.plot_draws_over_density(
@@ -193,39 +420,40 @@ def _cmd_compare(gradmc, args) -> int:
             title=target.name,
         )
     print(f"wrote {out}/table.json, compare.png" + (", draws.png" if target.dim == 2 and target.bounds else ""))
+    _report_warnings(result.traces.values())
     return 0
 
 
-def _cmd_reproduce(gradmc, args) -> int:
+def _cmd_reproduce(args) -> int:
     from gradmc import registry
     from gradmc.reproduce import run_all, run_experiment
     from gradmc.run import checkpoint_root
+    from gradmc.run.store import discard_checkpoint
 
-    if args.image is not None:
-        if not args.image.exists():
-            raise ValueError(f"no such image: {args.image}")
-        os.environ["GRADMC_DENOISE_IMAGE"] = str(args.image)
+    if args.image is not None and not args.image.is_file():
+        raise ValueError(f"--image {args.image}: no such file")
     if args.all == bool(args.experiment):
         raise ValueError(
             "give one experiment name, or --all (valid names: "
             + ", ".join(e.name for e in registry.experiments())
             + ")"
         )
+    if not args.all:
+        registry.experiment(args.experiment)  # unknown names fail before any work
+    _check_checkpoint(args)
+    out = _writable_folder(args.out or (Path("report") if args.all else Path("out") / args.experiment), "--out")
+    if args.image is not None:
+        os.environ["GRADMC_DENOISE_IMAGE"] = str(args.image)
+    if args.restart:
+        discard_checkpoint(args.checkpoint)
     with checkpoint_root(args.checkpoint):
         if args.all:
-            index = run_all(args.out or Path("report"), full=args.full, seed=args.seed, progress=not args.no_progress)
+            index = run_all(out, full=args.full, seed=args.seed, progress=not args.no_progress)
             print(f"wrote {index} and {index.with_suffix('.md')}")
             return 0
-        registry.experiment(args.experiment)  # unknown names fail before any work
-        result = run_experiment(
-            args.experiment,
-            args.out or Path("out") / args.experiment,
-            full=args.full,
-            seed=args.seed,
-            progress=not args.no_progress,
-        )
+        result = run_experiment(args.experiment, out, full=args.full, seed=args.seed, progress=not args.no_progress)
     print(result["text"])
-    print(f"wrote {args.out or Path('out') / args.experiment}/report.md ({result['seconds']:.0f} s)")
+    print(f"wrote {out}/report.md ({result['seconds']:.0f} s)")
     return 0 if result["ok"] else 1
 
 
@@ -235,12 +463,25 @@ def _cmd_merge(args) -> int:
     missing = [str(p) for p in args.shards if not p.exists()]
     if missing:
         raise ValueError(f"no such shard file(s): {', '.join(missing)}")
+    _writable_folder(args.out.parent, "output folder of")
     print(f"wrote {merge_netcdf(args.shards, args.out)}")
     return 0
 
 
+def _interrupted(stop: KeyboardInterrupt) -> str:
+    """The line Ctrl-C prints: how far the run got, and whether the same command resumes it."""
+    from gradmc.run.sampling import RunInterrupted
+
+    if not isinstance(stop, RunInterrupted):
+        return "gradmc: interrupted"
+    where = f"gradmc: {stop.run}: interrupted after {stop.done} of {stop.total} steps"
+    if stop.checkpoint is None:
+        return f"{where}; nothing was saved (with --checkpoint DIR a rerun of the same command resumes)"
+    return f"{where}; rerun the same command to resume (checkpoint in {stop.checkpoint})"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``gradmc`` command; returns its exit status (2 for invalid input).
+    """Run the ``gradmc`` command; returns its exit status (2 for invalid input, 130 after Ctrl-C).
 
     Parameters
     ----------
@@ -248,13 +489,18 @@ def main(argv: list[str] | None = None) -> int:
         The arguments (default: ``sys.argv[1:]``).
     """
     args = build_parser().parse_args(argv)
+    if not args.no_compile_cache:
+        from gradmc.compile_cache import enable_compilation_cache
+
+        enable_compilation_cache()
     import gradmc
 
     commands = {
-        "list": lambda: _cmd_list(gradmc),
+        "list": lambda: _cmd_list(args),
+        "describe": lambda: _cmd_describe(args),
         "sample": lambda: _cmd_sample(gradmc, args),
         "compare": lambda: _cmd_compare(gradmc, args),
-        "reproduce": lambda: _cmd_reproduce(gradmc, args),
+        "reproduce": lambda: _cmd_reproduce(args),
         "merge": lambda: _cmd_merge(args),
     }
     from gradmc.reproduce import MissingExtraError
@@ -264,6 +510,9 @@ def main(argv: list[str] | None = None) -> int:
     except (gradmc.UnknownNameError, ValueError, TypeError, MissingExtraError) as err:
         print(f"gradmc: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as stop:
+        print(_interrupted(stop), file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,28 +1,36 @@
 """``compare()``: several samplers on one target with the same budget, judged alike.
 
-Each row holds the wall time (warm-up + sampling, compilation excluded), acceptance,
-min/median bulk ESS over coordinates, min ESS per second of sampling, min ESS per
-gradient evaluation, and the error of the means and standard deviations against the
-target's truth when it has one.
+Each row holds the run's times (end to end, and the kept draws alone), acceptance,
+min/median bulk ESS over coordinates, ESS per second of the kept draws, ESS per gradient
+evaluation, divergences of warm-up and of the kept draws apart, and the error of the means
+and standard deviations against the target's truth when it has one. :data:`COMPARE_LEGEND`
+says what each column means; rows hold numbers only (NaN where a column does not apply).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
 from gradmc import diagnostics
 from gradmc.base import Sampler, Target
+from gradmc.models import resolve_target
 from gradmc.run import sample
 from gradmc.trace import Trace
 
-__all__ = ["CompareResult", "compare", "trace_row", "COMPARE_COLUMNS"]
+__all__ = ["CompareResult", "compare", "trace_row", "ranked", "COMPARE_COLUMNS", "COMPARE_LEGEND", "RANKING"]
 
+#: The columns of the printed table, in order (a row also holds ``compile_s``,
+#: ``warmup_s``, ``grad_evals``, ``median_ess_per_grad`` and ``nonfinite``).
 COMPARE_COLUMNS = [
     "sampler",
-    "time_s",
+    "wall_s",
+    "sampling_s",
     "accept",
     "ess_min",
     "ess_median",
@@ -30,7 +38,28 @@ COMPARE_COLUMNS = [
     "ess_per_grad",
     "mean_err",
     "sd_err",
+    "div_warmup",
+    "div_kept",
 ]
+
+#: What the columns mean, one line each (printed under the table).
+COMPARE_LEGEND = {
+    "wall_s": "seconds of the whole run, end to end: compilation + warm-up + kept draws (compile_s in table.json)",
+    "sampling_s": "seconds of the kept draws alone (compiled code; no compilation, no warm-up)",
+    "accept": "mean acceptance probability of the kept draws",
+    "ess_min": "smallest bulk effective sample size over the coordinates, chains pooled",
+    "ess_median": "median bulk ESS over the coordinates",
+    "min_ess_per_s": "ess_min / sampling_s",
+    "ess_per_grad": "ess_min / gradient evaluations of the kept draws, all chains",
+    "mean_err": "largest |mean - true mean| over the coordinates",
+    "sd_err": "largest |sd - true sd| over the coordinates",
+    "div_warmup": "divergent transitions in warm-up (common while the step size is tuned)",
+    "div_kept": "divergent transitions in the kept draws (a warning: the draws may be biased)",
+    "nonfinite": "proposals rejected for a non-finite log density or gradient, warm-up and kept draws",
+}
+
+#: The quantity :func:`ranked` orders by: median ESS per gradient evaluation.
+RANKING = "median_ess_per_grad"
 
 
 class CompareResult(NamedTuple):
@@ -48,8 +77,21 @@ class CompareResult(NamedTuple):
     traces: dict[str, Trace]
 
 
-def trace_row(trace: Trace, target: Target) -> dict:
-    """The comparison row of one run (see module docstring).
+def _largest_error(estimate: np.ndarray, truth) -> float:
+    """``max |estimate - truth|``; inf (not NaN) when the draws are not finite, so that NaN
+    in a row always means "no truth to compare with".
+    """
+    error = float(np.max(np.abs(estimate - np.ravel(truth))))
+    return math.inf if math.isnan(error) else error
+
+
+def trace_row(trace: Trace, target: Target, wall_seconds: float | None = None) -> dict:
+    """The comparison row of one run: numbers, NaN where a column does not apply.
+
+    ``ess_per_grad`` and ``median_ess_per_grad`` are NaN for a sampler that evaluates no
+    gradients (``grad_evals`` 0); ``mean_err`` and ``sd_err`` are NaN when the target has
+    no truth (and inf when the draws are not finite). :data:`COMPARE_LEGEND` defines the
+    columns.
 
     Parameters
     ----------
@@ -57,36 +99,71 @@ def trace_row(trace: Trace, target: Target) -> dict:
         The run.
     target : Target
         Its target (for the errors against the truth).
+    wall_seconds : float, optional
+        The run's end-to-end seconds (default: its compilation, warm-up and sampling
+        seconds added up).
     """
     ess = diagnostics.ess_stats(trace.draws)
-    seconds = trace.timing["warmup_s"] + trace.timing["sampling_s"]
+    timing = trace.timing
     grads = trace.num_grad_evals
     row = {
         "sampler": trace.sampler,
-        "time_s": seconds,
+        "wall_s": float(
+            wall_seconds
+            if wall_seconds is not None
+            else timing["compile_s"] + timing["warmup_s"] + timing["sampling_s"]
+        ),
+        "compile_s": float(timing["compile_s"]),
+        "warmup_s": float(timing["warmup_s"]),
+        "sampling_s": trace.sampling_seconds,
         "accept": trace.acceptance_rate,
         "ess_min": ess["min"],
         "ess_median": ess["median"],
         "min_ess_per_s": diagnostics.ess_per_second(ess["min"], trace.sampling_seconds),
-        "ess_per_grad": ess["min"] / grads if grads > 0 else float("nan"),
-        "mean_err": float("nan"),
-        "sd_err": float("nan"),
+        "grad_evals": grads,
+        "ess_per_grad": ess["min"] / grads if grads > 0 else math.nan,
+        RANKING: ess["median"] / grads if grads > 0 else math.nan,
+        "mean_err": math.nan,
+        "sd_err": math.nan,
+        "div_warmup": int(np.sum(trace.warmup_stats.get("diverging", 0))),
+        "div_kept": trace.num_divergent,
+        "nonfinite": trace.num_nonfinite,
     }
     truth = target.truth
     if truth is not None and truth.mean is not None:
         flat = trace.draws.reshape(-1, target.dim)
-        row["mean_err"] = float(np.max(np.abs(flat.mean(0) - np.ravel(truth.mean))))
+        row["mean_err"] = _largest_error(flat.mean(0), truth.mean)
         if truth.variance is not None:
-            row["sd_err"] = float(np.max(np.abs(flat.std(0) - np.sqrt(np.ravel(truth.variance)))))
-    if trace.num_divergent:
-        row["divergent"] = trace.num_divergent
-    if trace.num_nonfinite:
-        row["nonfinite"] = trace.num_nonfinite
+            row["sd_err"] = _largest_error(flat.std(0), np.sqrt(np.ravel(truth.variance)))
     return row
 
 
+def ranked(rows: Sequence[dict]) -> list[dict]:
+    """The rows ordered best first by :data:`RANKING`, median ESS per gradient evaluation;
+    samplers without gradients come last, in their given order.
+
+    Median ESS per gradient evaluation depends neither on the machine's load nor on timing
+    a phase of a few milliseconds, and the median over coordinates varies less from one
+    seed to the next than the minimum: on the banana target at 4 chains x 1000 draws,
+    repeated runs with other seeds keep the order, where ``min_ess_per_s`` and
+    ``ess_per_grad`` can swap neighbours.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        Rows of :func:`trace_row`.
+    """
+
+    def key(indexed):
+        index, row = indexed
+        value = row.get(RANKING, math.nan)
+        return (0, -value, index) if math.isfinite(value) else (1, 0.0, index)
+
+    return [row for _, row in sorted(enumerate(rows), key=key)]
+
+
 def compare(
-    target: Target,
+    target: Target | str | Callable,
     samplers: Sequence[str | Sampler],
     *,
     num_chains: int = 4,
@@ -94,22 +171,32 @@ def compare(
     num_draws: int = 1000,
     seed: int = 0,
     progress: bool = True,
+    init=None,
+    space=None,
 ) -> CompareResult:
     """Run every sampler on ``target`` with the same chains, warm-up, draws and seed.
 
     Parameters
     ----------
-    target : Target
-        The target.
+    target : Target, str or callable
+        The target: a Target, a registered name, or a log-density function (with ``init``
+        or ``space``, as for :func:`gradmc.sample`).
     samplers : sequence of str or Sampler
         The samplers, by name or as ``gradmc.sampler(...)``.
     num_chains, num_warmup, num_draws, seed : int
         The budget and seed every sampler gets.
     progress : bool
-        Show progress bars.
+        Show progress bars (on a terminal), and a line on stderr as each sampler finishes
+        (``nuts: done in 3.2 s (compile 2.1 s)``).
+    init : array or pytree, optional
+        The chains' start, as for :func:`gradmc.sample`.
+    space : Space or str, optional
+        The space of a log-density function's positions.
     """
+    target, init = resolve_target(target, init=init, space=space)
     rows, traces = [], {}
     for spec in samplers:
+        start = time.perf_counter()
         trace = sample(
             target,
             spec,
@@ -118,8 +205,14 @@ def compare(
             num_draws=num_draws,
             seed=seed,
             progress=progress,
+            init=init,
         )
+        wall = time.perf_counter() - start
         name = trace.sampler if trace.sampler not in traces else f"{trace.sampler}#{len(traces)}"
         traces[name] = trace
-        rows.append({**trace_row(trace, target), "sampler": name})
+        rows.append({**trace_row(trace, target, wall), "sampler": name})
+        if progress:
+            print(
+                f"{name}: done in {wall:.1f} s (compile {trace.timing['compile_s']:.1f} s)", file=sys.stderr, flush=True
+            )
     return CompareResult(rows, traces)

@@ -4,19 +4,29 @@ BoundSampler modules register a builder ``build(target, num_warmup, **options) -
 with :func:`register_sampler`; target modules register a factory
 ``factory(**options) -> Target`` with :func:`register_target`. Unknown names raise
 :class:`UnknownNameError`, which lists the valid ones.
+
+A sampler's options are its builder's keyword arguments: their defaults come from the
+signature and their meanings from the "Parameters" section of the builder's docstring
+(:func:`sampler_options`, what ``gradmc describe`` prints). One concept has one name in
+every sampler; an option's former name still works, with a ``DeprecationWarning`` that
+gives the new one (:data:`FORMER_OPTION_NAMES`).
 """
 
 from __future__ import annotations
 
 import inspect
+import re
+import warnings
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gradmc.base import Sampler, Target
 
 __all__ = [
     "UnknownNameError",
     "Entry",
+    "Option",
+    "FORMER_OPTION_NAMES",
     "register_sampler",
     "register_target",
     "register_experiment",
@@ -25,6 +35,7 @@ __all__ = [
     "sampler",
     "target",
     "samplers",
+    "sampler_options",
     "targets",
     "without_adaptation",
 ]
@@ -158,6 +169,38 @@ def register_experiment(name: str, description: str, kind: str = "any"):
     return decorate
 
 
+#: Former option names that still work: sampler -> {former name: name}. A former name
+#: gives a ``DeprecationWarning`` naming the new one. The names follow one rule: one concept,
+#: one name in every sampler — ``num_integration_steps`` (leapfrog steps per trajectory, as
+#: BlackJAX), ``preconditioner`` (the positive-definite matrix that shapes a continuous
+#: proposal, MALA's M and RWM's proposal covariance), ``target_accept`` (the acceptance
+#: probability warm-up aims at).
+FORMER_OPTION_NAMES: dict[str, dict[str, str]] = {
+    "rwm": {"cov": "preconditioner"},
+    "parallel-tempering": {"num_leapfrog_steps": "num_integration_steps"},
+    "simulated-tempering": {"num_leapfrog_steps": "num_integration_steps"},
+}
+
+
+def _current_names(name: str, options: dict, stacklevel: int) -> dict:
+    """``options`` with former names (:data:`FORMER_OPTION_NAMES`) replaced, warning once each."""
+    former = FORMER_OPTION_NAMES.get(name, {})
+    renamed = {}
+    for key, value in options.items():
+        if key in former:
+            new = former[key]
+            if new in options:
+                raise TypeError(f"sampler {name!r}: give {new} only ({key} is its former name)")
+            warnings.warn(
+                f"sampler {name!r}: option {key!r} is deprecated; use {new!r}",
+                DeprecationWarning,
+                stacklevel=stacklevel + 1,
+            )
+            key = new
+        renamed[key] = value
+    return renamed
+
+
 def sampler(name: str, **options) -> Sampler:
     """The sampler ``name`` with ``options`` (e.g. ``sampler("mala", step_size=0.1)``).
 
@@ -166,11 +209,96 @@ def sampler(name: str, **options) -> Sampler:
     name : str
         A registered sampler name.
     **options
-        The sampler's options (checked against its builder's signature).
+        The sampler's options (checked against its builder's signature; former names of
+        :data:`FORMER_OPTION_NAMES` are replaced, with a ``DeprecationWarning``).
     """
     entry = _samplers.get(name)
+    options = _current_names(name, options, stacklevel=2)
     _samplers.check_options(entry, options, skip=2)
     return Sampler(name, dict(options), entry.constructor)
+
+
+class Option(NamedTuple):
+    """One option of a registered sampler (:func:`sampler_options`).
+
+    Parameters
+    ----------
+    name : str
+        The keyword of ``gradmc.sampler(name, **options)`` and ``--option KEY=VALUE``.
+    default : object
+        Its default (from the builder's signature).
+    type : str
+        Its type as the builder's docstring gives it (e.g. ``"float, optional"``).
+    doc : str
+        What it means (from the builder's docstring), on one line.
+    """
+
+    name: str
+    default: Any
+    type: str
+    doc: str
+
+
+_ENTRY = re.compile(r"^(?P<names>[A-Za-z_*][\w*]*(?:\s*,\s*[A-Za-z_*][\w*]*)*)\s*(?::\s*(?P<type>.*))?$")
+
+
+def _documented_parameters(doc: str | None) -> dict[str, tuple[str, str]]:
+    """``{name: (type, description)}`` of the numpy-style "Parameters" section of ``doc``
+    (an entry ``a, b : float`` documents ``a`` and ``b`` alike).
+    """
+    lines = inspect.cleandoc(doc or "").splitlines()
+    try:
+        start = next(i for i in range(len(lines) - 1) if lines[i] == "Parameters" and set(lines[i + 1]) == {"-"})
+    except StopIteration:
+        return {}
+    found: dict[str, tuple[str, str]] = {}
+    names: list[str] = []
+    kind = ""
+    text: list[str] = []
+
+    def flush():
+        for n in names:
+            found[n] = (kind, " ".join(text))
+
+    for i, line in enumerate(lines[start + 2 :], start + 2):
+        if line and not line[0].isspace():
+            if i + 1 < len(lines) and lines[i + 1] and set(lines[i + 1]) == {"-"}:
+                break  # the next section
+            match = _ENTRY.match(line)
+            if match is None:
+                break
+            flush()
+            names = [n.strip() for n in match["names"].split(",")]
+            kind, text = (match["type"] or "").strip(), []
+        elif line.strip():
+            text.append(line.strip())
+    flush()
+    return found
+
+
+def sampler_options(name: str) -> list[Option]:
+    """The options of the registered sampler ``name``, in its builder's order, each with its
+    default and meaning (what ``gradmc describe NAME`` prints).
+
+    Parameters
+    ----------
+    name : str
+        A registered sampler name.
+
+    Returns
+    -------
+    list of Option
+        One per keyword the builder takes after ``target`` and ``num_warmup``; ``doc`` is
+        empty where the builder's docstring does not document it.
+    """
+    build = _samplers.get(name).constructor
+    documented = _documented_parameters(build.__doc__)
+    params = list(inspect.signature(build).parameters.values())[2:]
+    return [
+        Option(p.name, None if p.default is p.empty else p.default, *documented.get(p.name, ("", "")))
+        for p in params
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
 
 
 def target(name: str, **options) -> Target:

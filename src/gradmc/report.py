@@ -12,9 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
+from gradmc.compare import COMPARE_COLUMNS, COMPARE_LEGEND, RANKING
+
 __all__ = [
     "format_params",
     "format_table",
+    "format_compare",
     "pyplot",
     "save_figure",
     "plot_trace",
@@ -91,6 +94,44 @@ def format_table(rows: Sequence[dict], columns: Sequence[str] | None = None, tit
     out = [title] if title else []
     out += [line(columns), line(["-" * w for w in widths])] + [line(r) for r in cells]
     return "\n".join(out)
+
+
+NO_GRADIENTS = "n/a (no gradients)"
+NO_TRUTH = "n/a (no exact truth)"
+
+
+def format_compare(rows: Sequence[dict], title: str | None = None) -> str:
+    """The table of :func:`gradmc.compare.compare` with its legend underneath.
+
+    Cells that do not apply read ``n/a (no gradients)`` (ESS per gradient evaluation of a
+    sampler that evaluates none) and ``n/a (no exact truth)`` (errors on a target without
+    truth); the ``nonfinite`` column shows only when some run had non-finite proposals.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        Rows of :func:`gradmc.compare.trace_row`.
+    title : str, optional
+        A line printed above the table.
+    """
+    columns = COMPARE_COLUMNS + (["nonfinite"] if any(r.get("nonfinite") for r in rows) else [])
+    shown = []
+    for row in rows:
+        cells = dict(row)
+        if row.get("grad_evals") == 0:
+            cells["ess_per_grad"] = NO_GRADIENTS
+        for column in ("mean_err", "sd_err"):
+            if math.isnan(row.get(column, math.nan)):
+                cells[column] = NO_TRUTH
+        shown.append(cells)
+    width = max(len(c) for c in columns[1:])
+    legend = ["columns:", *(f"  {c.ljust(width)}  {COMPARE_LEGEND[c]}" for c in columns[1:])]
+    legend += [
+        f"compare.png: samplers ordered by median ESS per gradient evaluation ({RANKING} in table.json),",
+        "  those without gradients last. It does not depend on the machine's load, and runs with other seeds",
+        "  keep its order, where the close neighbours of ess_per_grad and min_ess_per_s can swap.",
+    ]
+    return "\n".join([format_table(shown, columns, title), "", *legend])
 
 
 def pyplot():
@@ -180,12 +221,14 @@ def plot_pairs(draws: np.ndarray, path: Path, *, title: str = "", max_points: in
 
 
 def plot_compare_bars(rows: Sequence[dict], metrics: Sequence[str], path: Path, *, title: str = "") -> Path:
-    """One bar panel per metric, one bar per sampler (log scale where values span decades).
+    """One bar panel per metric, one bar per sampler in the order of ``rows`` (log scale
+    where values span decades; "n/a" where a value is NaN).
 
     Parameters
     ----------
     rows : sequence of dict
-        One row per sampler, with a ``"sampler"`` name and the ``metrics``.
+        One row per sampler, with a ``"sampler"`` name and the ``metrics``
+        (:func:`gradmc.compare.ranked` orders them best first).
     metrics : sequence of str
         The keys of ``rows`` to plot, one panel each.
     path : Path
@@ -199,6 +242,8 @@ def plot_compare_bars(rows: Sequence[dict], metrics: Sequence[str], path: Path, 
     for ax, metric in zip(axes[0], metrics, strict=False):
         values = np.array([float(r.get(metric, np.nan)) for r in rows])
         ax.bar(names, np.nan_to_num(values), color="tab:blue")
+        for i in np.flatnonzero(np.isnan(values)):  # a column that does not apply to this sampler
+            ax.text(i, 0.02, "n/a", ha="center", va="bottom", transform=ax.get_xaxis_transform())
         positive = values[np.isfinite(values) & (values > 0)]
         if positive.size and positive.max() / positive.min() > 100:
             ax.set_yscale("log")

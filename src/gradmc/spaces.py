@@ -182,6 +182,25 @@ class DiscreteSpace(Space):
             return (s > mid[0]).astype(jnp.int32)
         return jnp.sum(s[..., None] > mid, axis=-1).astype(jnp.int32)
 
+    @property
+    def index_dtype(self) -> np.dtype:
+        """The smallest unsigned integer dtype that holds every value index (how runs keep
+        discrete draws: one byte per coordinate for up to 256 values).
+        """
+        return np.dtype(
+            np.uint8 if self.num_values <= 1 << 8 else np.uint16 if self.num_values <= 1 << 16 else np.int32
+        )
+
+    def decode(self, index) -> np.ndarray:
+        """Positions ``values[index]`` on the host (float32), the inverse of :meth:`to_index`.
+
+        Parameters
+        ----------
+        index : array_like
+            Integer value indices ``(..., d)``.
+        """
+        return self._values[np.asarray(index)]
+
     def sample_uniform(self, key) -> jax.Array:
         """A uniformly random state.
 

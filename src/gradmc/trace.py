@@ -67,21 +67,35 @@ class RunningMoments:
     Chunks arrive through :meth:`update`; :meth:`result` reads the moments.
     """
 
-    def __init__(self):
-        """No quantities seen yet."""
+    BLOCK_ELEMENTS = 1 << 22  # float64 elements of one block's temporaries (32 MiB)
+
+    def __init__(self, decode=None):
+        """No quantities seen yet; ``decode`` (optional) maps a block of stored draws (e.g.
+        value indices) to the quantities whose moments are kept.
+        """
+        self.decode = decode
         self.count = 0
         self.mean = None
         self.m2 = None
 
     def update(self, draws: np.ndarray) -> None:
-        """Merge a chunk of kept quantities.
+        """Merge a chunk of kept quantities, a block of draws at a time, so the float64
+        temporaries stay under :attr:`BLOCK_ELEMENTS` elements whatever the chunk's size.
 
         Parameters
         ----------
         draws : ndarray
             Shaped ``(chain, draw, ...)``.
         """
-        x = np.asarray(draws, dtype=np.float64)
+        decode = self.decode or (lambda block: block)
+        draws = np.asarray(draws)
+        per_draw = max(1, draws.shape[0] * int(np.prod(decode(draws[:, :1]).shape[2:], dtype=np.int64)))
+        step = max(1, self.BLOCK_ELEMENTS // per_draw)
+        for start in range(0, draws.shape[1], step):
+            self._merge(np.asarray(decode(draws[:, start : start + step]), dtype=np.float64))
+
+    def _merge(self, x: np.ndarray) -> None:
+        """Chan et al.'s merge of one block ``(chain, draw, ...)`` into the running moments."""
         n = x.shape[1]
         if n == 0:
             return
@@ -140,11 +154,24 @@ class Trace:
         Index of this trace's first chain in the whole run.
     extended : ExtendedDraws, optional
         Particles and importance weights of a pseudo-extended run.
+    warnings : list of str
+        One line per problem found in the run (:func:`gradmc.diagnostics.health.run_warnings`).
+    indices : ndarray, optional
+        How a discrete run keeps its draws: the value index of every coordinate,
+        ``(chain, draw, d)`` in ``space.index_dtype`` (one byte per coordinate for up to 256
+        values, 16 times smaller than float32 one-hot rows of 4 values). ``draws`` decodes
+        them on first use.
+    space : DiscreteSpace, optional
+        The space that decodes ``indices``.
+    variables : Variables, optional
+        How a position reads as named variables (the target's
+        :class:`~gradmc.variables.Variables`; None: one variable ``x``, the position),
+        which :meth:`posterior`, :meth:`to_arviz` and :meth:`save_netcdf` use.
     """
 
     target: str
     sampler: str
-    draws: np.ndarray | None
+    draws: np.ndarray | None = field(repr=False)
     stats: dict[str, np.ndarray]
     warmup_stats: dict[str, np.ndarray] = field(default_factory=dict)
     params: Any = None
@@ -157,6 +184,10 @@ class Trace:
     directory: Path | None = None
     first_chain: int = 0  # index of this trace's first chain in the whole run (multi-host shards)
     extended: Any = None  # pseudo-extended runs: particles, importance weights and their ESS
+    warnings: list[str] = field(default_factory=list)
+    indices: np.ndarray | None = field(default=None, repr=False)
+    space: Any = None
+    variables: Any = None
 
     @staticmethod
     def flatten_stats(stats: StepStats) -> dict[str, np.ndarray]:
@@ -174,12 +205,12 @@ class Trace:
     @property
     def num_chains(self) -> int:
         """Number of chains."""
-        return int(self.draws.shape[0])  # type: ignore[union-attr]
+        return int(self.stats["acceptance_rate"].shape[0])
 
     @property
     def num_draws(self) -> int:
         """Kept draws per chain."""
-        return int(self.draws.shape[1])  # type: ignore[union-attr]
+        return int(self.stats["acceptance_rate"].shape[1])
 
     @property
     def acceptance_rate(self) -> float:
@@ -206,23 +237,58 @@ class Trace:
         """Seconds spent in the kept phase (compilation excluded)."""
         return float(self.timing.get("sampling_s", np.nan))
 
-    def to_arviz(self, var_name: str = "x"):
-        """An ``arviz.InferenceData`` with ``posterior[var_name]`` and ``sample_stats``.
+    def posterior(self, structured: bool = False) -> dict[str, np.ndarray] | Any:
+        """The draws as named variables: name -> ``(chain, draw, *shape)`` array.
+
+        A target without named variables gives ``{"x": draws}`` (on a categorical space,
+        ``x`` holds each coordinate's label ``(chain, draw, d)`` instead of one-hot rows).
 
         Parameters
         ----------
-        var_name : str
-            Name of the posterior variable.
+        structured : bool
+            Return the model's own pytree instead (the dict, NamedTuple or tuple its log
+            density takes), each leaf with the leading ``(chain, draw)`` axes; only for
+            models whose positions are pytrees.
+        """
+        if self.draws is None:
+            raise ValueError("this trace kept no draws (keep_draws=False); its named draws are not in memory")
+        if structured:
+            unflatten = getattr(self.variables, "unflatten", None)
+            if unflatten is None:
+                raise ValueError(f"target {self.target!r} was not written on pytree positions; use posterior()")
+            import jax
+
+            return jax.device_get(jax.jit(jax.vmap(jax.vmap(unflatten)))(self.draws))
+        if self.variables is None:
+            if self.indices is not None and self.space.values.ndim == 2:
+                return {"x": self.indices}  # one-hot rows, written as their labels
+            return {"x": self.draws}
+        return self.variables.of_draws(self.draws)
+
+    def to_arviz(self, var_name: str | None = None):
+        """An ``arviz.InferenceData`` with the named variables in ``posterior`` and ``sample_stats``.
+
+        The posterior holds the target's named variables (``mu``, ``theta`` with axis
+        ``theta_dim_0``, or the axis names and labels the target gives), or a single
+        variable ``x`` for a target without names.
+
+        Parameters
+        ----------
+        var_name : str, optional
+            Write the flat draws ``(chain, draw, *event)`` as this one variable instead.
         """
         import arviz as az
 
         sample_stats = {_ARVIZ_NAMES.get(k, k): v for k, v in self.stats.items() if v.ndim >= 2}
         warmup_stats = {_ARVIZ_NAMES.get(k, k): v for k, v in self.warmup_stats.items() if v.ndim >= 2}
+        named = var_name is None and self.variables is not None
         idata = az.from_dict(
-            posterior={var_name: self.draws},
+            posterior=self.posterior() if var_name is None else {var_name: self.draws},
             sample_stats=sample_stats,
             warmup_sample_stats=warmup_stats or None,
             save_warmup=bool(warmup_stats),
+            dims={name: list(axes) for name, axes in self.variables.dims.items()} if named else None,
+            coords=self.variables.coords if named else None,
         )
         idata.posterior.attrs.update(
             {
@@ -238,18 +304,29 @@ class Trace:
         )
         return idata
 
-    def save_netcdf(self, path, var_name: str = "x") -> Path:
+    def _named_blocks(self, blocks, var_name: str | None):
+        """``name -> block`` for each chunk of stored draws ``(chain, draw, ...)``: the target's
+        named variables (value indices decoded first), or the stored block as ``var_name``.
+        """
+        for block in blocks:
+            if var_name is None and self.variables is not None:
+                yield self.variables.of_draws(block if self.space is None else self.space.decode(block))
+            else:
+                yield {var_name or "x": block}
+
+    def save_netcdf(self, path, var_name: str | None = None) -> Path:
         """Write the run as an ArviZ NetCDF file (``arviz.from_netcdf`` reads it back).
 
         A run that kept no draws in memory but has a checkpoint folder is assembled chunk
-        by chunk from that folder, so memory holds one chunk at a time.
+        by chunk from that folder, so memory holds one chunk at a time; there the named
+        variables are written with their axis names, but without the axes' labels (coords).
 
         Parameters
         ----------
         path : path
             The file to write.
-        var_name : str
-            Name of the posterior variable.
+        var_name : str, optional
+            Write the flat draws as this one variable instead of the named variables.
         """
         path = Path(path)
         if self.draws is not None:
@@ -261,26 +338,27 @@ class Trace:
             )
         import h5netcdf
 
-        chunks = iter_chunk_arrays(self.directory, "draws")
-        first = next(chunks)["[0]"]
-        num_chains, num_draws = first.shape[0], self.stats["acceptance_rate"].shape[1]
-        event_dims = tuple(f"{var_name}_dim_{i}" for i in range(first.ndim - 2))
+        blocks = self._named_blocks((c["[0]"] for c in iter_chunk_arrays(self.directory, "draws")), var_name)
+        first = next(blocks)
+        num_chains, num_draws = next(iter(first.values())).shape[0], self.stats["acceptance_rate"].shape[1]
+        dims = self.variables.dims if var_name is None and self.variables is not None else {}
         with h5netcdf.File(path, "w") as f:
             post = f.create_group("posterior")
-            post.dimensions.update(
-                {"chain": num_chains, "draw": num_draws, **dict(zip(event_dims, first.shape[2:], strict=False))}
-            )
-            # chunked storage, one HDF5 chunk per saved chunk of draws: slices are written
-            # straight through instead of being staged in memory
-            var = post.create_variable(
-                var_name,
-                ("chain", "draw", *event_dims),
-                dtype=first.dtype,
-                chunks=(num_chains, first.shape[1], *first.shape[2:]),
-            )
+            post.dimensions.update({"chain": num_chains, "draw": num_draws})
+            written = {}
+            for name, block in first.items():
+                axes = dims.get(name) or tuple(f"{name}_dim_{i}" for i in range(block.ndim - 2))
+                sizes = dict(zip(axes, block.shape[2:], strict=True))
+                post.dimensions.update({a: n for a, n in sizes.items() if a not in post.dimensions})
+                # chunked storage, one HDF5 chunk per saved chunk of draws: slices are written
+                # straight through instead of being staged in memory
+                written[name] = post.create_variable(
+                    name, ("chain", "draw", *axes), dtype=block.dtype, chunks=(num_chains, *block.shape[1:])
+                )
             start = 0
-            for block in itertools.chain([first], (c["[0]"] for c in chunks)):  # one chunk in memory at a time
-                var[:, start : start + block.shape[1]] = block
+            for named in itertools.chain([first], blocks):  # one chunk in memory at a time
+                for name, block in named.items():
+                    written[name][:, start : start + block.shape[1]] = block
                 start += block.shape[1]
             stats = f.create_group("sample_stats")
             stats.dimensions.update({"chain": num_chains, "draw": num_draws})
@@ -323,3 +401,21 @@ def merge_netcdf(shards, out) -> Path:
         merged = loaded[0]
     merged.to_netcdf(str(out), engine="h5netcdf")
     return Path(out)
+
+
+def _decoded_draws(trace: Trace) -> np.ndarray | None:
+    """``trace.draws``: the stored draws, or the positions of ``trace.indices`` decoded on
+    first use and kept (a discrete run stores only the indices).
+    """
+    draws = trace.__dict__.get("draws")
+    if draws is None and trace.indices is not None:
+        draws = trace.space.decode(trace.indices)
+        trace.__dict__["draws"] = draws
+    return draws
+
+
+def _set_draws(trace: Trace, value) -> None:
+    trace.__dict__["draws"] = value
+
+
+Trace.draws = property(_decoded_draws, _set_draws, doc="Draws ``(chain, draw, *event)``, or None.")  # type: ignore[assignment]

@@ -18,7 +18,7 @@ BUDGET = dict(num_chains=4, num_warmup=500, num_draws=2500, progress=False)
 
 GAUSSIAN_SAMPLERS = [
     ("rwm", {}),
-    ("rwm", {"cov": [[1.0, 1.6], [1.6, 4.0]]}),
+    ("rwm", {"preconditioner": [[1.0, 1.6], [1.6, 4.0]]}),
     ("mala", {}),
     ("mala", {"preconditioner": [[1.0, 1.6], [1.6, 4.0]]}),
     ("hmc", {"num_integration_steps": 5}),

@@ -258,3 +258,129 @@ def test_streaming_run_has_bounded_peak_memory(tmp_path):
     assert growth_stream < 40e6, f"streamed run grew {growth_stream / 1e6:.0f} MB with 10x the draws"
     posterior = az.from_netcdf(tmp_path / "stream2000" / "trace.nc").posterior["x"]
     assert posterior.shape == (200, 2000, 100) and np.isfinite(posterior.values[:, -1]).all()
+
+
+# -- Ctrl-C and damaged checkpoints ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mala_reference():
+    """The uninterrupted run the interrupted and repaired ones must reproduce."""
+    return gradmc.sample(_target(), "mala", **RUN)
+
+
+def _interrupt_at_save(monkeypatch, number: int) -> None:
+    """Make the ``number``-th chunk save (counting from 1) raise ``KeyboardInterrupt``, as Ctrl-C would."""
+    from gradmc.run.store import RunStore
+
+    save = RunStore.save_chunk
+    calls = []
+
+    def interrupted(self, phase, index, outputs):
+        calls.append((phase, index))
+        if len(calls) == number:
+            raise KeyboardInterrupt
+        return save(self, phase, index, outputs)
+
+    monkeypatch.setattr(RunStore, "save_chunk", interrupted)
+
+
+def test_ctrl_c_leaves_a_consistent_checkpoint_that_resumes_identically(tmp_path, monkeypatch, mala_reference):
+    from gradmc.run.sampling import RunInterrupted
+
+    ckpt = tmp_path / "ckpt"
+    _interrupt_at_save(monkeypatch, 5)  # 3 warm-up chunks of 20, then the second draw chunk
+    with pytest.raises(RunInterrupted) as stop:
+        gradmc.sample(_target(), "mala", checkpoint=ckpt, **RUN)
+    assert (stop.value.done, stop.value.total, stop.value.checkpoint) == (80, 300, ckpt)
+    assert isinstance(stop.value, KeyboardInterrupt)
+    assert not list(ckpt.rglob("*.tmp"))  # no half-written file is left behind
+    monkeypatch.undo()
+    resumed = gradmc.sample(_target(), "mala", checkpoint=ckpt, **RUN)
+    np.testing.assert_array_equal(resumed.draws, mala_reference.draws)
+
+
+def test_ctrl_c_without_a_checkpoint_says_nothing_was_saved(monkeypatch):
+    from gradmc.run import sampling
+
+    collect = sampling._PhaseRunner.collect
+
+    def interrupted(self, name, out):
+        if name == sampling.DRAWS:
+            raise KeyboardInterrupt
+        return collect(self, name, out)
+
+    monkeypatch.setattr(sampling._PhaseRunner, "collect", interrupted)
+    with pytest.raises(sampling.RunInterrupted) as stop:
+        gradmc.sample(_target(), "rwm", **{**RUN, "chunk_size": None})
+    assert (stop.value.done, stop.value.total, stop.value.checkpoint) == (60, 300, None)
+    assert "interrupted after 60 of 300 steps; nothing was saved" in str(stop.value)
+
+
+def test_a_damaged_chunk_after_the_saved_state_is_recomputed(tmp_path, monkeypatch, mala_reference):
+    """With a state every 4 chunks, draw chunk 4 lies after the last state (chunks 0-3): a damaged
+    copy of it is redone, not read."""
+    from gradmc.run.sampling import RunInterrupted
+    from gradmc.trace import chunk_file
+
+    ckpt = tmp_path / "ckpt"
+    _interrupt_at_save(monkeypatch, 9)  # after draw chunks 0-4 are saved
+    with pytest.raises(RunInterrupted):
+        gradmc.sample(_target(), "mala", checkpoint=ckpt, checkpoint_every=4, **RUN)
+    monkeypatch.undo()
+    damaged = chunk_file(ckpt, "draws", 4)
+    assert damaged.exists()
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    resumed = gradmc.sample(_target(), "mala", checkpoint=ckpt, checkpoint_every=4, **RUN)
+    np.testing.assert_array_equal(resumed.draws, mala_reference.draws)
+
+
+def _damage_state(ckpt):
+    path = ckpt / "state.npz"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    return path
+
+
+def _empty_chunk(ckpt):
+    from gradmc.trace import chunk_file
+
+    path = chunk_file(ckpt, "draws", 3)
+    path.write_bytes(b"")
+    return path
+
+
+def _garbage_run_json(ckpt):
+    path = ckpt / "run.json"
+    path.write_text("{not json")
+    return path
+
+
+@pytest.mark.parametrize("damage", [_damage_state, _empty_chunk, _garbage_run_json])
+def test_a_damaged_checkpoint_is_named_and_restart_recovers(tmp_path, damage, mala_reference):
+    ckpt = tmp_path / "ckpt"
+    gradmc.sample(_target(), "mala", checkpoint=ckpt, **RUN)
+    path = damage(ckpt)
+    with pytest.raises(ValueError, match="--restart") as error:
+        gradmc.sample(_target(), "mala", checkpoint=ckpt, **RUN)
+    assert f"checkpoint file {path} is damaged" in str(error.value)
+    again = gradmc.sample(_target(), "mala", checkpoint=ckpt, restart=True, **RUN)
+    np.testing.assert_array_equal(again.draws, mala_reference.draws)
+    assert gradmc.sample(_target(), "mala", checkpoint=ckpt, **RUN).timing == again.timing  # a sound checkpoint again
+
+
+def test_a_checkpoint_path_that_is_a_file_is_refused(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("mine")
+    for restart in (False, True):
+        with pytest.raises(ValueError, match="is a file, not a folder"):
+            gradmc.sample(_target(), "rwm", checkpoint=path, restart=restart, **RUN)
+    assert path.read_text() == "mine"
+
+
+def test_restart_discards_only_what_runs_stored(tmp_path):
+    from gradmc.run.store import discard_checkpoint
+
+    gradmc.sample(_target(), "rwm", checkpoint=tmp_path, **RUN)
+    (tmp_path / "notes.txt").write_text("mine")
+    discard_checkpoint(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

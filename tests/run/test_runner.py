@@ -109,7 +109,7 @@ def test_bad_run_arguments(corr_gaussian, kwargs, message):
     [
         ("rwm", dict(step_size=-1.0), "step_size must be positive"),
         ("mala", dict(step_size=0.0), "step_size must be positive"),
-        ("rwm", dict(cov=[[1.0, 2.0], [2.0, 1.0]]), "positive definite"),
+        ("rwm", dict(preconditioner=[[1.0, 2.0], [2.0, 1.0]]), "positive definite"),
         ("mala", dict(preconditioner=np.eye(3)), "2x2"),
         ("rwm", dict(target_accept=1.5), r"\(0, 1\)"),
         ("hmc", dict(num_integration_steps=0), "num_integration_steps"),

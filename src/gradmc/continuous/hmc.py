@@ -76,6 +76,9 @@ def as_top_level_api(
 def stats(state: HMCState, info, step_size) -> StepStats:
     """:class:`~gradmc.base.StepStats` of one HMC or NUTS transition.
 
+    The extras are ``energy`` (the Hamiltonian at the kept state, what ``arviz.bfmi``
+    reads) and, for NUTS, ``tree_depth`` (the number of trajectory doublings).
+
     Parameters
     ----------
     state : HMCState
@@ -85,7 +88,9 @@ def stats(state: HMCState, info, step_size) -> StepStats:
     step_size : float
         The step size used.
     """
-    energy_ok = jnp.isfinite(info.energy) if hasattr(info, "energy") else True
+    extra = {"energy": jnp.asarray(info.energy, jnp.float32)}
+    if hasattr(info, "num_trajectory_expansions"):
+        extra["tree_depth"] = jnp.asarray(info.num_trajectory_expansions, jnp.int32)
     return step_stats(
         state.logdensity,
         info.acceptance_rate,
@@ -93,5 +98,6 @@ def stats(state: HMCState, info, step_size) -> StepStats:
         step_size,
         info.num_integration_steps,
         diverging=info.is_divergent,
-        nonfinite=~energy_ok,
+        nonfinite=~jnp.isfinite(info.energy),
+        extra=extra,
     )

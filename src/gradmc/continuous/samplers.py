@@ -92,7 +92,9 @@ def _plain_sampler(name: str, init: Callable, one_step: Callable, params: dict, 
 @register_sampler(
     "rwm", "random-walk Metropolis, isotropic or full-covariance Gaussian proposal; step size adapted in warm-up"
 )
-def build_rwm(target: Target, num_warmup: int, step_size=None, cov=None, target_accept=0.25, adapt="dual_averaging"):
+def build_rwm(
+    target: Target, num_warmup: int, step_size=None, preconditioner=None, target_accept=0.25, adapt="dual_averaging"
+):
     """Random-walk Metropolis (:mod:`gradmc.continuous.rwm`).
 
     Parameters
@@ -102,15 +104,15 @@ def build_rwm(target: Target, num_warmup: int, step_size=None, cov=None, target_
     num_warmup : int
         Warm-up steps.
     step_size : float, optional
-        h (default 2.38/sqrt(d)).
-    cov : array, optional
-        The proposal covariance.
+        The step size h, the first value of the warm-up (default 2.38/sqrt(d)).
+    preconditioner : array, optional
+        The proposal covariance up to h² (default the identity); formerly ``cov``.
     target_accept : float
         The acceptance probability the step size aims at.
     adapt : {"dual_averaging", "robbins_monro", None}
         The step-size rule in warm-up.
     """
-    chol = _cholesky(cov, "RWM proposal covariance", target.dim)
+    chol = _cholesky(preconditioner, "RWM preconditioner (proposal covariance)", target.dim)
     step_size = 2.38 / jnp.sqrt(target.dim) if step_size is None else step_size
     rule = rule_by_name(adapt, target_accept)
     return step_size_sampler(
@@ -133,9 +135,10 @@ def build_mala(
     num_warmup : int
         Warm-up steps.
     step_size : float, optional
-        gamma (default 0.5/d^(1/3)).
+        The step size gamma, the first value of the warm-up (default 0.5/d^(1/3)).
     preconditioner : array, optional
-        M.
+        M, the positive-definite matrix of the proposal N(x + gamma M g(x), 2 gamma M)
+        (default the identity).
     target_accept : float
         The acceptance probability the step size aims at.
     adapt : {"dual_averaging", "robbins_monro", None}
@@ -160,9 +163,9 @@ def build_ula(target: Target, num_warmup: int, step_size=0.01, preconditioner=No
     num_warmup : int
         Warm-up steps (plain kernel steps).
     step_size : float
-        gamma (fixed; the bias grows with it).
+        The step size gamma (fixed; the bias grows with it).
     preconditioner : array, optional
-        M.
+        M, as for ``mala`` (default the identity).
     """
     chol = _cholesky(preconditioner, "ULA preconditioner", target.dim)
     return step_size_sampler(
@@ -183,7 +186,7 @@ def build_sgld(target: Target, num_warmup: int, step_size=1e-3, batch_size=32):
     num_warmup : int
         Warm-up steps (plain kernel steps).
     step_size : float
-        gamma.
+        The step size gamma (fixed).
     batch_size : int
         K, drawn with replacement.
     """
@@ -332,8 +335,10 @@ def build_ct_hmc(
         The distribution.
     num_warmup : int
         Warm-up steps.
-    base_mean, base_cov : array, optional
-        The Gaussian base q (default N(0, I)).
+    base_mean : array, optional
+        The mean of the Gaussian base q (default 0).
+    base_cov : array, optional
+        The covariance of the Gaussian base q (default I).
     kernel : {"hmc", "nuts"}
         The trajectory.
     num_integration_steps : int
@@ -510,8 +515,27 @@ def _register_gad(method: str, name: str, description: str) -> None:
         beta0: float = 1.0,
         G0: float = 0.01,
     ) -> BoundSampler:
-        """Options: ``target_accept`` (alpha*), ``learning_rate`` (eta), ``kappa``, ``L0``, ``beta0``, ``G0``;
-        defaults are the released code's (see :mod:`gradmc.continuous.gad`).
+        """Gradient-based adaptive MCMC (:func:`gad_sampler`); the defaults are the released code's.
+
+        Parameters
+        ----------
+        target : Target
+            The distribution (flat positions).
+        num_warmup : int
+            Warm-up steps (the adaptation).
+        target_accept : float, optional
+            alpha*, the acceptance probability the adaptation aims at (default 0.25 for RWM,
+            0.55 for MALA).
+        learning_rate : float, optional
+            eta, the RMSProp learning rate of L (default 5e-5 for RWM, 1.5e-4 for MALA).
+        kappa : float
+            RMSProp's weight, in (0, 1].
+        L0 : array, optional
+            The first Cholesky factor of the proposal covariance (default 0.1/sqrt(n) I).
+        beta0 : float
+            The first entropy weight.
+        G0 : float
+            The first RMSProp accumulator (every entry).
         """
         return gad_sampler(method, target, num_warmup, target_accept, learning_rate, kappa, L0, beta0, G0)
 
@@ -597,16 +621,17 @@ class _Tempering(NamedTuple):
 
 
 def _tempering(
-    module, target: Target, betas, temperatures, num_temperatures, beta_min, local, num_leapfrog_steps, target_accept
+    module, target: Target, betas, temperatures, num_temperatures, beta_min, local, num_integration_steps, target_accept
 ) -> _Tempering:
     """The ladder, ``module``'s kernel, the default step size at beta = 1 and the target
     acceptance (0.3 RWM, 0.7 HMC).
     """
     ladder = jnp.asarray(resolve_ladder(betas, temperatures, num_temperatures, beta_min), jnp.float32)
-    kernel = module.build_kernel(local, num_leapfrog_steps)
+    kernel = module.build_kernel(local, num_integration_steps)
     default_step = (2.38 if local == "rwm" else 1.0) / np.sqrt(target.dim)
     target_accept = (0.3 if local == "rwm" else 0.7) if target_accept is None else float(target_accept)
-    return _Tempering(ladder, kernel, default_step, target_accept, 0 if local == "rwm" else int(num_leapfrog_steps) + 1)
+    evals = 0 if local == "rwm" else int(num_integration_steps) + 1
+    return _Tempering(ladder, kernel, default_step, target_accept, evals)
 
 
 @register_sampler(
@@ -621,7 +646,7 @@ def build_parallel_tempering(
     beta_min=0.01,
     local="rwm",
     step_size=None,
-    num_leapfrog_steps=10,
+    num_integration_steps=10,
     adapt=True,
     target_accept=None,
 ):
@@ -634,18 +659,25 @@ def build_parallel_tempering(
         The distribution.
     num_warmup : int
         Warm-up steps.
-    betas, temperatures, num_temperatures, beta_min
-        The ladder (:func:`gradmc.continuous.tempering.resolve_ladder`).
+    betas : array_like, optional
+        The ladder's inverse temperatures, from 1 (the target) down.
+    temperatures : array_like, optional
+        Or its temperatures T = 1 / beta, from 1 up (not with ``betas``).
+    num_temperatures : int
+        K >= 2, the rungs of the geometric ladder used when neither ``betas`` nor ``temperatures`` is given.
+    beta_min : float
+        The smallest inverse temperature of that geometric ladder, in (0, 1).
     local : {"rwm", "hmc"}
         The local move.
     step_size : float or array, optional
-        At beta = 1 (replica k starts at step_size / sqrt(beta_k)), or one per replica.
-    num_leapfrog_steps : int
-        Leapfrog steps of an HMC move.
+        The local move's step size at beta = 1 (replica k starts at step_size / sqrt(beta_k)),
+        or one per replica.
+    num_integration_steps : int
+        Leapfrog steps of an HMC move (``local="hmc"``); formerly ``num_leapfrog_steps``.
     adapt : bool
         Adapt the step sizes in warm-up.
     target_accept : float, optional
-        Default 0.3 (RWM), 0.7 (HMC).
+        The acceptance probability the step sizes aim at (default 0.3 for RWM, 0.7 for HMC).
     """
     ladder, kernel, default_step, target_accept, evals = _tempering(
         parallel_tempering,
@@ -655,7 +687,7 @@ def build_parallel_tempering(
         num_temperatures,
         beta_min,
         local,
-        num_leapfrog_steps,
+        num_integration_steps,
         target_accept,
     )
     k = ladder.shape[0]
@@ -716,7 +748,7 @@ def build_simulated_tempering(
     beta_min=0.01,
     local="rwm",
     step_size=None,
-    num_leapfrog_steps=10,
+    num_integration_steps=10,
     adapt=True,
     target_accept=None,
     wang_landau_rate=1.0,
@@ -729,18 +761,24 @@ def build_simulated_tempering(
         The distribution.
     num_warmup : int
         Warm-up steps.
-    betas, temperatures, num_temperatures, beta_min
-        The ladder (as in ``parallel-tempering``).
+    betas : array_like, optional
+        The ladder's inverse temperatures, from 1 (the target) down.
+    temperatures : array_like, optional
+        Or its temperatures T = 1 / beta, from 1 up (not with ``betas``).
+    num_temperatures : int
+        K >= 2, the rungs of the geometric ladder used when neither ``betas`` nor ``temperatures`` is given.
+    beta_min : float
+        The smallest inverse temperature of that geometric ladder, in (0, 1).
     local : {"rwm", "hmc"}
         The local move.
     step_size : float, optional
-        At beta = 1.
-    num_leapfrog_steps : int
-        Leapfrog steps of an HMC move.
+        The local move's step size at beta = 1.
+    num_integration_steps : int
+        Leapfrog steps of an HMC move (``local="hmc"``); formerly ``num_leapfrog_steps``.
     adapt : bool
         Robbins–Monro step size and Wang–Landau c_k in warm-up.
     target_accept : float, optional
-        Default 0.3 (RWM), 0.7 (HMC).
+        The acceptance probability the step sizes aim at (default 0.3 for RWM, 0.7 for HMC).
     wang_landau_rate : float
         gamma_0 (gamma_t = gamma_0 K / (K + t)).
     """
@@ -752,7 +790,7 @@ def build_simulated_tempering(
         num_temperatures,
         beta_min,
         local,
-        num_leapfrog_steps,
+        num_integration_steps,
         target_accept,
     )
     k = ladder.shape[0]
@@ -826,9 +864,10 @@ def build_equi_energy(
     num_warmup : int
         Warm-up steps (plain kernel steps; the levels start one after another).
     energy_levels : array_like
-        H_0..H_{K-1}.
+        H_0 < ... < H_{K-1}, the energies that split each level's history into rings
+        (default Kou et al.'s).
     temperatures : array_like
-        T_0 = 1 .. T_{K-1}.
+        T_0 = 1 < ... < T_{K-1}, one per level (default Kou et al.'s).
     p_ee : float
         The equi-energy jump probability.
     step_size : float

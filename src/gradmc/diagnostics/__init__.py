@@ -12,6 +12,8 @@ values; one concept per module:
 * :mod:`.mmd` — maximum mean discrepancy;
 * :mod:`.discs` — the DISCS benchmark's ESS metric (Hamming / label-L1 distance to a reference);
 * :mod:`.accumulator` — running sums of a sampler's history for errors over time.
+* :mod:`.health` — the warnings attached to every run (R-hat, ESS, stuck chains, divergences,
+  failed adaptation).
 """
 
 from gradmc.diagnostics.accumulator import Accumulator
@@ -32,8 +34,10 @@ from gradmc.diagnostics.ess import (
     ess_stats,
     format_summary,
     geyer_ess,
+    named_summary,
     summary,
 )
+from gradmc.diagnostics.health import RunWarning, run_warnings
 from gradmc.diagnostics.mmd import mmd
 from gradmc.diagnostics.moments import mcse_z, moment_bias_variance, moment_errors
 from gradmc.diagnostics.tv import tv_bound, tv_distance, tv_marginals
@@ -41,7 +45,10 @@ from gradmc.enumeration import ExactDistribution, enumerate_states, exact_distri
 
 __all__ = [
     "Accumulator",
+    "RunWarning",
+    "run_warnings",
     "summary",
+    "named_summary",
     "format_summary",
     "ess_stats",
     "ess_per_second",

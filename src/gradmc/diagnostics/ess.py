@@ -25,6 +25,7 @@ from scipy.fft import irfft, next_fast_len, rfft
 from gradmc.diagnostics._common import arviz, as_draws, coord_names, flat_coords
 
 __all__ = [
+    "named_summary",
     "summary",
     "format_summary",
     "ess_stats",
@@ -81,6 +82,32 @@ def summary(draws, truth=None, *, max_coords: int | None = None) -> dict[str, np
         table["z_mean"] = (table["mean"] - table["true_mean"]) / table["mcse_mean"]
     if truth is not None and truth.variance is not None:
         table["true_sd"] = np.sqrt(np.asarray(truth.variance, dtype=np.float64).reshape(-1)[:k])
+    return table
+
+
+def named_summary(variables: dict, *, max_coords: int | None = None) -> dict[str, np.ndarray | list]:
+    """:func:`summary` of named variables ``{name: (chain, draw, *shape)}`` (what
+    ``Trace.posterior()`` returns), coordinates named ``mu``, ``theta[3]``, ``spins[1,2]``.
+
+    Parameters
+    ----------
+    variables : dict of str to ndarray
+        The named draws.
+    max_coords : int, optional
+        Keep only the first coordinates, in the order of ``variables``.
+    """
+    blocks, names = [], []
+    for name, value in variables.items():
+        value = np.asarray(value)
+        block = value.reshape(*value.shape[:2], -1)
+        block_names = coord_names(value.shape[2:], name)
+        if max_coords is not None:
+            room = max(int(max_coords) - len(names), 0)
+            block, block_names = block[:, :, :room], block_names[:room]
+        blocks.append(np.asarray(block, np.float64))
+        names += block_names
+    table = summary(np.concatenate(blocks, axis=-1))
+    table["name"] = names
     return table
 
 

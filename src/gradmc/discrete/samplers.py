@@ -174,7 +174,7 @@ def build_pavg(
     num_warmup : int
         Warm-up steps; learning M needs ``num_warmup >= 200``.
     step_size : float
-        ε > 0 (default 0.2).
+        The step size ε > 0 (default 0.2).
     M : array_like, optional
         The preconditioner, symmetric (n, n). None: learn it by Alg. F.4 from the first
         ``min(num_fit, num_warmup // 2)`` warm-up steps.
@@ -183,10 +183,14 @@ def build_pavg(
         0.02 then 1000).
     adapt_gamma : bool
         Scale γM by AdaptGamma (Alg. F.5) every ``refit_interval`` warm-up steps.
-    num_fit, refit_interval : int
-        N_M and N_adapt of Alg. F.4.
-    adapt_rate, decay : float
-        AdaptGamma's rate and its decay per window.
+    num_fit : int
+        N_M of Alg. F.4: the warm-up steps M is fitted from.
+    refit_interval : int
+        N_adapt of Alg. F.4: warm-up steps between two AdaptGamma updates.
+    adapt_rate : float
+        AdaptGamma's rate.
+    decay : float
+        The decay of AdaptGamma's rate per window, in (0, 1].
     """
     space = check_space(target, "pavg")
     step_size = check_positive_param("PAVG step size ε", step_size)
@@ -521,7 +525,7 @@ def _dhams_builder(name, beta_default, settings):
     num_warmup : int
         Warm-up steps (ordinary steps: nothing adapts).
     delta : float
-        δ > 0 (default {delta0}).
+        The step size δ > 0 (default {delta0}).
     epsilon : float
         The auto-regression ε ∈ [0, 1) (default {eps0}).
     phi : float
@@ -612,7 +616,7 @@ def _pdhams_builder(name, beta_default, eps_default, phi_default):
         The second-order model (default: the target's ``metadata['W']``, else learned in
         warm-up).
     delta : float
-        δ > 0: D = (δ − λ_min W) I.
+        The step size δ > 0: D = (δ − λ_min W) I.
     epsilon : float
         The auto-regression ε ∈ [0, 1) (default {eps_default}).
     phi : float
@@ -645,7 +649,7 @@ def build_pavg_variance(target: Target, num_warmup: int, W=None, delta=1.0):
     W : array_like, optional
         The second-order model (default: the target's ``metadata['W']``, else learned).
     delta : float
-        δ > 0: D = (δ − λ_min W) I.
+        The step size δ > 0: D = (δ − λ_min W) I.
     """
     space = hams.check_space(target)
     hams.check_hyper(delta=delta)

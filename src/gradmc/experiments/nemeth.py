@@ -497,7 +497,7 @@ def run_boltzmann(*, out: Path, full: bool, seed: int, progress: bool, budget: B
                 num_temperatures=st_temps,
                 beta_min=0.05,
                 local="hmc",
-                num_leapfrog_steps=10,
+                num_integration_steps=10,
                 step_size=0.3,
             ),
             budget,

@@ -4,6 +4,6 @@ checkpoints and chunks (:mod:`~gradmc.run.store`).
 """
 
 from gradmc.run.loop import run_chains
-from gradmc.run.sampling import checkpoint_root, initial_positions, sample
+from gradmc.run.sampling import RunInterrupted, checkpoint_root, initial_positions, sample
 
-__all__ = ["sample", "initial_positions", "checkpoint_root", "run_chains"]
+__all__ = ["sample", "initial_positions", "checkpoint_root", "run_chains", "RunInterrupted"]

@@ -27,8 +27,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from gradmc.base import BoundSampler, Sampler, Target
 from gradmc.checks import check_positive
+from gradmc.diagnostics.health import emit_warnings
 from gradmc.extended import pseudo_extended, resample_extended
+from gradmc.models import resolve_target
 from gradmc.registry import sampler as registered_sampler
+from gradmc.registry import samplers as registered_samplers
 from gradmc.run.loop import (
     check_num_warmup,
     chunk_function,
@@ -39,9 +42,10 @@ from gradmc.run.loop import (
     warmup_step_fn,
 )
 from gradmc.run.store import RunStore, open_store, run_fingerprint
+from gradmc.spaces import DiscreteSpace
 from gradmc.trace import RunningMoments, Trace
 
-__all__ = ["sample", "initial_positions", "checkpoint_root"]
+__all__ = ["sample", "initial_positions", "checkpoint_root", "RunInterrupted"]
 
 WARMUP, DRAWS = "warmup", "draws"
 _CHECKPOINT_ROOT: ContextVar[Path | None] = ContextVar("gradmc_checkpoint_root", default=None)
@@ -70,6 +74,22 @@ def _progress_bar(total: int, initial: int, desc: str, enabled: bool):
 
     quiet = not enabled or os.environ.get("CI") or not sys.stderr.isatty()
     return tqdm(total=total, initial=initial, desc=desc, disable=bool(quiet), leave=False, unit="step")
+
+
+@contextmanager
+def _compiling(bar):
+    """Within this block the progress bar reads "NAME (compiling)", so a bar that has not
+    moved yet says why (a hidden bar stays hidden).
+    """
+    if bar.disable:
+        yield
+        return
+    desc = bar.desc
+    bar.set_description_str(f"{desc} (compiling)")
+    try:
+        yield
+    finally:
+        bar.set_description_str(desc)
 
 
 def initial_positions(target: Target, num_chains: int, key: jax.Array, init=None) -> jax.Array:
@@ -202,6 +222,37 @@ class _Placement(NamedTuple):
         return tree if self.sharding is None else jax.device_put(tree, self.sharding)
 
 
+def _index_space(target: Target, keep: Callable | None) -> DiscreteSpace | None:
+    """The discrete space whose value indices the run keeps instead of positions (discrete
+    targets without ``keep``), or None.
+    """
+    space = target.space
+    return space if keep is None and isinstance(space, DiscreteSpace) else None
+
+
+def _observer(bound: BoundSampler, target: Target, keep: Callable | None) -> Callable:
+    """What one chain records per kept step: ``keep(position)``, the position, or (on a
+    discrete space) the value index of each coordinate in the space's smallest integer dtype.
+    """
+    if keep is not None:
+        return lambda state: keep(bound.position(state))
+    space = _index_space(target, keep)
+    if space is not None:
+        return lambda state: space.to_index(bound.position(state)).astype(space.index_dtype)
+    return bound.position
+
+
+def _bytes_per_iteration(keep: Callable | None, target: Target, num_chains: int) -> int:
+    """Bytes of one iteration's kept outputs over all chains (traced, nothing runs)."""
+    position = jax.ShapeDtypeStruct((num_chains, *target.space.event_shape), jnp.result_type(float))
+    space = _index_space(target, keep)
+    if space is not None:
+        shapes = jax.ShapeDtypeStruct((num_chains, space.d), space.index_dtype)
+    else:
+        shapes = position if keep is None else jax.eval_shape(jax.vmap(keep), position)
+    return sum(int(np.prod(s.shape, dtype=np.int64)) * s.dtype.itemsize for s in jax.tree.leaves(shapes))
+
+
 def _check_arguments(num_chains, num_warmup, num_draws, thinning, chunk_size, checkpoint_every) -> tuple[int, ...]:
     """``(num_chains, num_warmup, num_draws, thinning)`` as ints, after checking them."""
     check_positive("num_chains", num_chains, integer=True)
@@ -214,6 +265,24 @@ def _check_arguments(num_chains, num_warmup, num_draws, thinning, chunk_size, ch
     return tuple(map(int, (num_chains, num_warmup, num_draws, thinning)))
 
 
+_SPACES = {"continuous": "continuous spaces (Real)", "discrete": "discrete spaces (Binary, Spin, Ordinal, Categorical)"}
+
+
+def _check_fits(sampler: Sampler, target: Target) -> None:
+    """A ``ValueError``, before anything is compiled, when a registered sampler is given a
+    target on a space it does not sample; the message lists the samplers that fit.
+    """
+    kind = "discrete" if target.space.is_discrete else "continuous"
+    entry = next((e for e in registered_samplers() if e.name == sampler.name), None)
+    if entry is None or entry.constructor is not sampler.build or entry.kind in ("any", kind):
+        return
+    fitting = ", ".join(e.name for e in registered_samplers(kind))
+    raise ValueError(
+        f"sampler {sampler.name!r} samples {_SPACES[entry.kind]}; target {target.name!r} lives on {target.space}. "
+        f"Samplers for {kind} targets: {fitting}"
+    )
+
+
 def _as_sampler(sampler: str | Sampler) -> Sampler:
     """A registered name's :class:`Sampler`, or ``sampler`` itself."""
     sampler = registered_sampler(sampler) if isinstance(sampler, str) else sampler
@@ -222,16 +291,73 @@ def _as_sampler(sampler: str | Sampler) -> Sampler:
     return sampler
 
 
-def _chunk_size_fn(chunk_size: int | None, progress: bool, checkpoint) -> Callable[[int], int]:
-    """``size(total)``: iterations per chunk of a phase of ``total`` iterations (``chunk_size``;
-    by default about 20 chunks when a progress bar shows or a checkpoint is kept, else one).
+LARGE_RUN_BYTES = 1 << 26  # kept outputs above this (64 MiB) are produced in small chunks...
+MAX_CHUNK_BYTES = 1 << 28  # ...of at most 1/16 of the outputs and 256 MiB: a chunk in flight adds little memory
+
+
+def _chunk_size_fn(chunk_size: int | None, progress: bool, checkpoint) -> Callable[..., int]:
+    """``size(total, bytes_per_iteration=0)``: iterations per chunk of a phase of ``total``
+    iterations (``chunk_size``; by default about 20 chunks when a progress bar shows or a
+    checkpoint is kept, else one; for outputs above :data:`LARGE_RUN_BYTES`, chunks of at
+    most a sixteenth of them and :data:`MAX_CHUNK_BYTES`, so the draws' peak memory stays
+    close to their own size).
     """
     many_chunks = (progress and sys.stderr.isatty()) or checkpoint is not None or _CHECKPOINT_ROOT.get() is not None
 
-    def size(total):
-        return chunk_size or (math.ceil(max(total, 1) / 20) if many_chunks else max(total, 1))
+    def size(total, bytes_per_iteration=0):
+        if chunk_size:
+            return chunk_size
+        default = math.ceil(max(total, 1) / 20) if many_chunks else max(total, 1)
+        total_bytes = total * bytes_per_iteration
+        if total_bytes <= LARGE_RUN_BYTES:
+            return default
+        return max(1, min(default, min(MAX_CHUNK_BYTES, total_bytes // 16) // bytes_per_iteration))
 
     return size
+
+
+class _DrawBuffer:
+    """The kept draws ``(chain, draw, *event)``, written chunk by chunk into one array
+    allocated at the first chunk, so the draws exist once in memory (no concatenation).
+    """
+
+    def __init__(self, total: int):
+        self.total = total
+        self.array: np.ndarray | None = None
+        self.filled = 0
+
+    def add(self, chunk: np.ndarray) -> None:
+        """Append a chunk ``(chain, draw, *event)`` after the draws written so far."""
+        if self.array is None:
+            self.array = np.empty((chunk.shape[0], self.total, *chunk.shape[2:]), chunk.dtype)
+        self.array[:, self.filled : self.filled + chunk.shape[1]] = chunk
+        self.filled += chunk.shape[1]
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (``KeyboardInterrupt``) during :func:`sample`, with how far the run got.
+
+    With a checkpoint, the same call resumes from it; the draws are the same.
+
+    Parameters
+    ----------
+    run : str
+        The run (``"mala on banana"``).
+    done : int
+        Steps finished (warm-up steps, then draw-phase steps, thinned ones included).
+    total : int
+        The run's steps.
+    checkpoint : Path or None
+        The folder a rerun resumes from; None when nothing was saved.
+    """
+
+    def __init__(self, run: str, done: int, total: int, checkpoint: Path | None):
+        super().__init__(run, done, total, checkpoint)
+        self.run, self.done, self.total, self.checkpoint = run, done, total, checkpoint
+
+    def __str__(self) -> str:
+        kept = "nothing was saved" if self.checkpoint is None else f"checkpoint in {self.checkpoint}"
+        return f"{self.run}: interrupted after {self.done} of {self.total} steps; {kept}"
 
 
 class _PhaseRunner:
@@ -240,16 +366,25 @@ class _PhaseRunner:
     """
 
     def __init__(
-        self, chain_keys, store: RunStore | None, size: Callable[[int], int], checkpoint_every: int, keep_draws: bool
+        self,
+        chain_keys,
+        store: RunStore | None,
+        size: Callable[..., int],
+        checkpoint_every: int,
+        keep_draws: bool,
+        draw_bytes: int,
+        decode: Callable | None = None,
     ):
         self.chain_keys = chain_keys
         self.store = store
         self.size = size
         self.checkpoint_every = checkpoint_every
         self.keep_draws = keep_draws
+        self.draw_bytes = draw_bytes  # bytes of one iteration's kept outputs, all chains
+        self.draw_buffer: _DrawBuffer | None = None  # made by run() when draws are kept
         self.timing = {"compile_s": 0.0, "warmup_s": 0.0, "sampling_s": 0.0}
         self.collected: dict[str, list] = {WARMUP: [], DRAWS: []}
-        self.moments = RunningMoments()
+        self.moments = RunningMoments(decode)  # decode: value indices -> positions
         self.bar: Any = None  # the progress bar, made by run()
 
     def collect(self, name: str, out) -> None:
@@ -259,7 +394,9 @@ class _PhaseRunner:
         if name == DRAWS:
             draws, stats = out
             self.moments.update(draws)
-            out = (draws if self.keep_draws else None, stats)
+            if self.draw_buffer is not None:
+                self.draw_buffer.add(draws)
+            out = (None, stats)
         self.collected[name].append(out)
 
     def resume(self, placement: _Placement, warm_states, kernel_template, params_template):
@@ -279,7 +416,9 @@ class _PhaseRunner:
         """Run (or, for chunks finished before a resume, reload) the chunks of one phase."""
         compiled: dict[int, Callable] = {}
         iterations = 0
-        for index, length in enumerate(chunk_lengths(spec.num, self.size(spec.num)) if spec.num else []):
+        for index, length in enumerate(
+            chunk_lengths(spec.num, self.size(spec.num, self.draw_bytes if name == DRAWS else 0)) if spec.num else []
+        ):
             if iterations < already_done:  # only after a resume, so from a store
                 assert self.store is not None
                 self.collect(name, self.store.load_chunk(name, index, spec.output_template(self.chain_keys, length)))
@@ -287,8 +426,9 @@ class _PhaseRunner:
                 continue
             if length not in compiled:
                 t0 = time.perf_counter()
-                fn = jax.jit(chunk_function(spec.step_fn, spec.observer, spec.thinning, length))
-                compiled[length] = fn.lower(self.chain_keys, states, params, jnp.int32(0)).compile()
+                with _compiling(self.bar):
+                    fn = jax.jit(chunk_function(spec.step_fn, spec.observer, spec.thinning, length))
+                    compiled[length] = fn.lower(self.chain_keys, states, params, jnp.int32(0)).compile()
                 self.timing["compile_s"] += time.perf_counter() - t0
             t0 = time.perf_counter()
             first = jnp.int32(spec.first_step + iterations * spec.thinning)
@@ -316,27 +456,38 @@ class _PhaseRunner:
         progress: tuple[str, bool],
     ):
         """Warm-up, then the kept draws (resuming from the store when it holds a state);
-        returns the final kernel states and the adapted parameters.
+        returns the final kernel states and the adapted parameters. Ctrl-C raises
+        :class:`RunInterrupted`, which says how far the run got, instead of ``KeyboardInterrupt``.
         """
-        finalize = jax.jit(jax.vmap(bound.finalize))
-        kernel_template, params_template = jax.eval_shape(finalize, warm_states)
-        warmup = _Phase(warmup_step_fn(bound), num_warmup, 0, 1, None, warm_states, None)
-        phase, done, states, params = self.resume(placement, warm_states, kernel_template, params_template)
-        self.bar = _progress_bar(
-            num_warmup + num_draws * thinning, done if phase == WARMUP else num_warmup + done * thinning, *progress
-        )
-        if phase == WARMUP:
-            states = self.run_phase(WARMUP, warmup, states, None, done)
-            states, params = finalize(states)
-            if self.store is not None:
-                self.store.save_state(DRAWS, 0, states, params, self.timing)
-            done = 0
-        else:  # resumed in the draw phase: the warm-up statistics come back from disk
-            self.run_phase(WARMUP, warmup, None, None, num_warmup)
-        draws, step_params = _draw_phase(bound, params, num_draws, num_warmup, thinning, observe, kernel_template)
-        states = self.run_phase(DRAWS, draws, states, step_params, done, params)
-        self.bar.close()
-        return states, params
+        try:
+            finalize = jax.jit(jax.vmap(bound.finalize))
+            kernel_template, params_template = jax.eval_shape(finalize, warm_states)
+            warmup = _Phase(warmup_step_fn(bound), num_warmup, 0, 1, None, warm_states, None)
+            phase, done, states, params = self.resume(placement, warm_states, kernel_template, params_template)
+            self.bar = _progress_bar(
+                num_warmup + num_draws * thinning, done if phase == WARMUP else num_warmup + done * thinning, *progress
+            )
+            if phase == WARMUP:
+                states = self.run_phase(WARMUP, warmup, states, None, done)
+                states, params = finalize(states)
+                if self.store is not None:
+                    self.store.save_state(DRAWS, 0, states, params, self.timing)
+                done = 0
+            else:  # resumed in the draw phase: the warm-up statistics come back from disk
+                self.run_phase(WARMUP, warmup, None, None, num_warmup)
+            draws, step_params = _draw_phase(bound, params, num_draws, num_warmup, thinning, observe, kernel_template)
+            self.draw_buffer = _DrawBuffer(num_draws) if self.keep_draws else None
+            states = self.run_phase(DRAWS, draws, states, step_params, done, params)
+            self.bar.close()
+            return states, params
+        except KeyboardInterrupt:
+            if self.bar is not None:
+                self.bar.close()
+            done = sum(jax.tree.leaves(out)[0].shape[1] for out in self.collected[WARMUP])
+            done += thinning * sum(jax.tree.leaves(out)[0].shape[1] for out in self.collected[DRAWS])
+            total = num_warmup + num_draws * thinning
+            checkpoint = None if self.store is None else self.store.directory
+            raise RunInterrupted(progress[0], done, total, checkpoint) from None
 
 
 def _trace(
@@ -348,17 +499,23 @@ def _trace(
     *,
     seed: int,
     thinning: int,
-    keep_draws: bool,
+    indices: bool,
     first_chain: int,
+    named: bool,
 ) -> Trace:
-    """The :class:`~gradmc.trace.Trace` of a finished run from its collected chunks."""
+    """The :class:`~gradmc.trace.Trace` of a finished run from its collected chunks
+    (``indices``: the kept draws are value indices of a discrete space; ``named``: they
+    are positions, which the target's variables name).
+    """
     draw_stats = _concat([s for _, s in runner.collected[DRAWS]])
     warm_stats = _concat(runner.collected[WARMUP])
     return Trace(
         target=target.name,
         sampler=sampler.name,
         options=dict(sampler.options),
-        draws=_concat([d for d, _ in runner.collected[DRAWS]]) if keep_draws else None,
+        draws=None if runner.draw_buffer is None or indices else runner.draw_buffer.array,
+        indices=runner.draw_buffer.array if runner.draw_buffer is not None and indices else None,
+        space=target.space if indices else None,
         stats=Trace.flatten_stats(draw_stats),
         warmup_stats=Trace.flatten_stats(warm_stats) if warm_stats is not None else {},
         params=jax.device_get(params),
@@ -369,6 +526,7 @@ def _trace(
         moments=runner.moments.result(),
         directory=None if runner.store is None else runner.store.directory,
         first_chain=first_chain,
+        variables=target.variables if named else None,
     )
 
 
@@ -381,11 +539,13 @@ def _sample_extended(
     extended_target = pseudo_extended(target, num_particles, **(extended_options or {}))
     trace = sample(extended_target, sampler, seed=seed, **options)
     weighted = resample_extended(trace, extended_target, jax.random.fold_in(jax.random.key(seed), 3))
-    return dataclasses.replace(trace, target=target.name, draws=weighted.draws, extended=weighted)
+    return dataclasses.replace(
+        trace, target=target.name, draws=weighted.draws, extended=weighted, variables=target.variables
+    )
 
 
 def sample(
-    target: Target,
+    target: Target | str | Callable,
     sampler: str | Sampler,
     *,
     num_chains: int = 4,
@@ -394,12 +554,14 @@ def sample(
     seed: int = 0,
     thinning: int = 1,
     init=None,
+    space=None,
     progress: bool = True,
     chunk_size: int | None = None,
     keep: Callable | None = None,
     keep_draws: bool = True,
     checkpoint: str | os.PathLike | None = None,
     checkpoint_every: int = 1,
+    restart: bool = False,
     devices=None,
     extended: int | None = None,
     extended_options: dict | None = None,
@@ -412,8 +574,10 @@ def sample(
 
     Parameters
     ----------
-    target : Target
-        The distribution to sample.
+    target : Target, str or callable
+        The distribution to sample: a Target, a registered target name (``"banana"``), or
+        a log-density function of one position (with ``init`` or ``space``, see
+        :func:`gradmc.models.resolve_target`).
     sampler : str or Sampler
         A registered name (``"mala"``) or ``gradmc.sampler("mala", step_size=0.1)``.
     num_chains, num_warmup, num_draws : int
@@ -422,8 +586,14 @@ def sample(
         The run's seed; the key of chain ``c`` at step ``t`` is ``fold_in(chain_key[c], t)``.
     thinning : int
         Keep every ``thinning``-th step.
-    init : array, optional
-        One starting position for all chains, or one per chain (default: drawn from the target).
+    init : array or pytree, optional
+        One starting position for all chains, or one per chain (default: drawn from the
+        target). For a log-density function without ``space``: one position, an array or
+        a pytree (dict, NamedTuple, tuple of arrays and scalars) that the function takes;
+        the space is then ``Real`` of its size.
+    space : Space or str, optional
+        The space of a log-density function's positions (``gradmc.spaces.Binary(100)``
+        or ``"categorical:4x900"``); needed for discrete models.
     progress : bool
         Show a progress bar (only on a terminal, never under ``CI``).
     chunk_size : int, optional
@@ -441,6 +611,9 @@ def sample(
         chunks' outputs as they finish; rerunning the same call resumes.
     checkpoint_every : int
         Chunks between two saves of the state.
+    restart : bool
+        Discard what ``checkpoint`` holds and start again (the way out of a checkpoint that
+        cannot be resumed: a damaged file, another configuration).
     devices : sequence of jax.Device, optional
         Devices to shard the chains over (default: all local devices).
     extended : int, optional
@@ -455,8 +628,10 @@ def sample(
     Returns
     -------
     Trace
-        Draws shaped ``(chain, draw, *event)``, statistics, adapted parameters and timings.
+        Draws shaped ``(chain, draw, *event)``, statistics, adapted parameters and timings;
+        ``trace.posterior()`` and ``trace.to_arviz()`` name the model's variables.
     """
+    target, init = resolve_target(target, init=init, space=space)
     if extended is not None:
         return _sample_extended(
             target,
@@ -473,20 +648,23 @@ def sample(
             chunk_size=chunk_size,
             checkpoint=checkpoint,
             checkpoint_every=checkpoint_every,
+            restart=restart,
             devices=devices,
         )
     num_chains, num_warmup, num_draws, thinning = _check_arguments(
         num_chains, num_warmup, num_draws, thinning, chunk_size, checkpoint_every
     )
     sampler = _as_sampler(sampler)
+    _check_fits(sampler, target)
     bound: BoundSampler = sampler.bind(target, num_warmup)
-    observe = jax.vmap(bound.position if keep is None else (lambda s: keep(bound.position(s))))
+    observe = jax.vmap(_observer(bound, target, keep))
     placement = _Placement.create(num_chains, devices)
     keys = run_keys(seed, num_chains)
     chain_keys = placement.place(keys.chain)
     positions = placement.place(initial_positions(target, num_chains, keys.positions, init))
     warm_states = jax.jit(jax.vmap(bound.init))(placement.place(keys.init), positions)
     size = _chunk_size_fn(chunk_size, progress, checkpoint)
+    draw_bytes = _bytes_per_iteration(keep, target, num_chains)
     store = None
     if checkpoint is not None or _CHECKPOINT_ROOT.get() is not None:
         fingerprint = run_fingerprint(
@@ -499,10 +677,12 @@ def sample(
             seed=seed,
             thinning=thinning,
             keep=keep,
-            chunk_sizes=(size(num_warmup), size(num_draws)),
+            chunk_sizes=(size(num_warmup), size(num_draws, draw_bytes)),
         )
-        store = open_store(checkpoint, _CHECKPOINT_ROOT.get(), fingerprint)
-    runner = _PhaseRunner(chain_keys, store, size, checkpoint_every, keep_draws)
+        store = open_store(checkpoint, _CHECKPOINT_ROOT.get(), fingerprint, restart=restart)
+    index_space = _index_space(target, keep)
+    decode = None if index_space is None else index_space.decode
+    runner = _PhaseRunner(chain_keys, store, size, checkpoint_every, keep_draws, draw_bytes, decode)
     states, params = runner.run(
         bound,
         placement,
@@ -513,7 +693,7 @@ def sample(
         thinning,
         (f"{sampler.name} on {target.name}", progress),
     )
-    return _trace(
+    trace = _trace(
         target,
         sampler,
         runner,
@@ -521,6 +701,8 @@ def sample(
         params,
         seed=seed,
         thinning=thinning,
-        keep_draws=keep_draws,
+        indices=_index_space(target, keep) is not None,
         first_chain=placement.chains.start,
+        named=keep is None,
     )
+    return emit_warnings(trace, sampler.build)

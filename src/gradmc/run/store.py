@@ -17,6 +17,12 @@ is atomic on POSIX: a run killed at any moment (even SIGKILL) leaves the last co
 state, and resuming recomputes at most the chunks after it. Because the key of chain ``c``
 at step ``t`` is ``fold_in(chain_key[c], t)``, the resumed draws are bit-identical.
 
+A file damaged all the same (a full disk, a copy cut short) is reported as a ``ValueError``
+naming it: chunks after the saved state are recomputed anyway, so a damaged one there does
+no harm; a damaged ``run.json``, ``state.npz`` or chunk before the state leaves the run
+nothing to resume from, and :func:`discard_checkpoint` (``gradmc ... --restart``,
+``gradmc.sample(..., restart=True)``) starts it again.
+
 Orbax would also do this; plain ``.npz`` keeps the format inspectable and the
 dependency list short, and our states are small pytrees of arrays.
 """
@@ -27,6 +33,8 @@ import hashlib
 import json
 import os
 import tempfile
+import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +45,59 @@ import numpy as np
 from gradmc.base import Sampler, Target
 from gradmc.trace import chunk_file, iter_chunk_arrays
 
-__all__ = ["RunStore", "iter_chunk_arrays", "run_fingerprint", "open_store"]
+__all__ = ["RunStore", "iter_chunk_arrays", "run_fingerprint", "open_store", "discard_checkpoint"]
+
+#: How a checkpoint that cannot be resumed is discarded, for the messages.
+RESTART_HINT = "rerun with --restart (gradmc.sample(..., restart=True)) to discard the checkpoint and start again"
+
+#: What reading a damaged ``.npz`` or JSON file raises.
+_UNREADABLE = (OSError, EOFError, ValueError, KeyError, UnicodeDecodeError, zipfile.BadZipFile, zlib.error)
+
+
+def _damaged(path: Path, error: BaseException) -> ValueError:
+    """The error of a checkpoint file that cannot be read."""
+    return ValueError(f"checkpoint file {path} is damaged ({type(error).__name__}: {error}); {RESTART_HINT}")
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    """All arrays of the ``.npz`` file ``path``, or a ``ValueError`` naming it when it is damaged."""
+    try:
+        with np.load(path) as data:
+            return {k: data[k] for k in data.files}
+    except _UNREADABLE as error:
+        raise _damaged(path, error) from None
+
+
+def _is_store_file(path: Path) -> bool:
+    """Whether ``path`` is a file a :class:`RunStore` writes (or a temporary file of one)."""
+    name = path.name
+    if name.startswith(".") and name.endswith(".tmp"):
+        return True
+    if path.parent.name == "chunks":
+        return name.endswith(".npz")
+    return name in ("run.json", "state.npz")
+
+
+def discard_checkpoint(directory: str | os.PathLike) -> None:
+    """Delete the files that runs stored in ``directory`` and its sub-folders (``run.json``,
+    ``state.npz``, ``chunks/*.npz``, temporary files), then the folders they leave empty;
+    other files stay. Works on one run's checkpoint and on a :func:`gradmc.run.checkpoint_root`.
+
+    Parameters
+    ----------
+    directory : path
+        The checkpoint folder (nothing happens when it does not exist).
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        return
+    for folder, _, files in os.walk(directory, topdown=False):
+        for name in files:
+            path = Path(folder) / name
+            if _is_store_file(path):
+                path.unlink()
+        if Path(folder) != directory and not any(Path(folder).iterdir()):
+            Path(folder).rmdir()
 
 
 def _atomic_write(path: Path, write) -> None:
@@ -129,7 +189,9 @@ def run_fingerprint(
     }
 
 
-def open_store(checkpoint: str | os.PathLike | None, root: Path | None, fingerprint: dict[str, Any]) -> RunStore:
+def open_store(
+    checkpoint: str | os.PathLike | None, root: Path | None, fingerprint: dict[str, Any], restart: bool = False
+) -> RunStore:
     """The :class:`RunStore` of a run: in ``checkpoint``, or else in a folder of ``root`` named
     ``<target>-<sampler>-<hash of the fingerprint>``; one sub-folder per process under
     ``jax.distributed``.
@@ -142,6 +204,8 @@ def open_store(checkpoint: str | os.PathLike | None, root: Path | None, fingerpr
         The folder of :func:`gradmc.run.checkpoint_root` (used when ``checkpoint`` is None).
     fingerprint : dict
         :func:`run_fingerprint` of the run.
+    restart : bool
+        Discard what the folder holds first (:func:`discard_checkpoint`).
     """
     if checkpoint is None:
         if root is None:
@@ -150,7 +214,7 @@ def open_store(checkpoint: str | os.PathLike | None, root: Path | None, fingerpr
         checkpoint = root / f"{fingerprint['target']}-{fingerprint['sampler']}-{digest}"
     if jax.process_count() > 1:
         checkpoint = Path(checkpoint) / f"process_{jax.process_index()}"
-    return RunStore(checkpoint, fingerprint)
+    return RunStore(checkpoint, fingerprint, restart=restart)
 
 
 class RunStore:
@@ -162,9 +226,11 @@ class RunStore:
         The checkpoint folder.
     fingerprint : dict
         The run's configuration (:func:`run_fingerprint`).
+    restart : bool
+        Discard what the folder holds first.
     """
 
-    def __init__(self, directory: str | os.PathLike, fingerprint: dict[str, Any]):
+    def __init__(self, directory: str | os.PathLike, fingerprint: dict[str, Any], restart: bool = False):
         """Open (or create) the folder; refuse one written by another configuration.
 
         Parameters
@@ -173,19 +239,38 @@ class RunStore:
             The checkpoint folder.
         fingerprint : dict
             :func:`run_fingerprint` of the run, compared with the folder's ``run.json``.
+        restart : bool
+            Discard what the folder holds first (:func:`discard_checkpoint`).
         """
         self.directory = Path(directory)
         self.fingerprint = json.loads(json.dumps(fingerprint, default=str))
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ValueError(f"checkpoint {self.directory} is a file, not a folder; give a folder for the checkpoint")
+        if restart:
+            discard_checkpoint(self.directory)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ValueError(
+                f"cannot create the checkpoint folder {self.directory}: {error.strerror or error}"
+            ) from None
         meta = self.directory / "run.json"
         if meta.exists():
-            saved = json.loads(meta.read_text())
+            try:
+                saved = json.loads(meta.read_text())
+            except _UNREADABLE as error:
+                raise _damaged(meta, error) from None
+            if not isinstance(saved, dict):
+                raise _damaged(meta, ValueError(f"a JSON {type(saved).__name__}, not an object"))
             differ = sorted(k for k in set(saved) | set(self.fingerprint) if saved.get(k) != self.fingerprint.get(k))
             if differ:
                 details = "; ".join(
                     f"{k}: checkpoint {saved.get(k)!r} vs now {self.fingerprint.get(k)!r}" for k in differ
                 )
-                raise ValueError(f"checkpoint in {self.directory} was written by a different configuration ({details})")
+                raise ValueError(
+                    f"checkpoint in {self.directory} was written by a different configuration ({details}); "
+                    f"use another folder, or {RESTART_HINT}"
+                )
         else:
             _atomic_write(meta, lambda h: h.write(json.dumps(self.fingerprint, indent=1).encode()))
 
@@ -227,13 +312,17 @@ class RunStore:
         path = self.directory / "state.npz"
         if not path.exists():
             return None
-        with np.load(path) as data:
+        data = _read_npz(path)
+        try:
             phase, done = str(data["phase"]), int(data["done"])
-            states = _restore(state_templates[phase], {k[6:]: data[k] for k in data.files if k.startswith("state/")})
-            params = None
-            if phase != "warmup" and params_template is not None:
-                params = _restore(params_template, {k[7:]: data[k] for k in data.files if k.startswith("params/")})
-            timing = json.loads(str(data["timing"])) if "timing" in data.files else {}
+            timing = json.loads(str(data["timing"])) if "timing" in data else {}
+            template = state_templates[phase]
+        except _UNREADABLE as error:
+            raise _damaged(path, error) from None
+        states = _restore(template, {k[6:]: v for k, v in data.items() if k.startswith("state/")})
+        params = None
+        if phase != "warmup" and params_template is not None:
+            params = _restore(params_template, {k[7:]: v for k, v in data.items() if k.startswith("params/")})
         return phase, done, states, params, timing
 
     # -- chunk outputs -------------------------------------------------------------------
@@ -263,8 +352,7 @@ class RunStore:
         template : pytree
             Shapes and dtypes of the outputs.
         """
-        with np.load(chunk_file(self.directory, phase, index)) as data:
-            return _restore(template, {k: data[k] for k in data.files})
+        return _restore(template, _read_npz(chunk_file(self.directory, phase, index)))
 
     def chunk_arrays(self, phase: str):
         """:func:`iter_chunk_arrays` of this folder.

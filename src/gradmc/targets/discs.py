@@ -56,7 +56,7 @@ from gradmc.checks import check_probability
 from gradmc.enumeration import enumerate_if_small
 from gradmc.registry import register_target
 from gradmc.spaces import Binary, Categorical, DiscreteSpace
-from gradmc.targets.lattice import DENSE_J_MAX
+from gradmc.targets.lattice import DENSE_J_MAX, lattice_variables
 from gradmc.targets.quadratic import quadratic_form
 
 __all__ = [
@@ -510,6 +510,7 @@ def discs_ising(
         truth=truth,
         initial_position=_initial_position(space, init),
         metadata=metadata,
+        variables=lattice_variables(space, (H, W)),
     )
 
 
@@ -600,6 +601,7 @@ def discs_potts(
         truth=truth,
         initial_position=_initial_position(space, init),
         metadata=metadata,
+        variables=lattice_variables(space, (H, W)),
     )
 
 

@@ -17,7 +17,8 @@
 linked to ``(r±1, c)`` and ``(r, c±1)`` modulo ``side``. With ``side = 2`` the wrap
 links each pair of neighbours twice (``A_ij = 2``), as the periodic sum does. Every model
 has its exact truth by enumeration when its state space has at most 2^20 states
-(e.g. Ising with ``side ≤ 4``).
+(e.g. Ising with ``side ≤ 4``). Traces name the sites as a ``(side, side)`` lattice
+(axes ``row`` and ``col``): ``spins`` for Ising, the category ``labels`` for Potts.
 
 Ising and Potts are structured: ``J s`` is ``strength`` times the sum of the four
 neighbour rolls of ``s`` on the ``(side, side)`` grid (:func:`neighbour_sum`, which is
@@ -31,6 +32,8 @@ request (``dense_J=True``).
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -39,10 +42,12 @@ from gradmc.enumeration import enumerate_if_small
 from gradmc.registry import register_target
 from gradmc.spaces import Binary, Categorical, Ordinal, Spin
 from gradmc.targets.quadratic import quadratic_target
+from gradmc.variables import Variables
 
 __all__ = [
     "periodic_adjacency",
     "neighbour_sum",
+    "lattice_variables",
     "ising",
     "potts",
     "clock_potts",
@@ -115,6 +120,27 @@ def neighbour_sum(side: int, categories: int = 1):
     return apply
 
 
+def lattice_variables(space, shape: tuple[int, int]) -> Variables:
+    """The sites of an ``H × W`` lattice as one ``(H, W)`` variable (axes ``row`` and
+    ``col``): ``spins`` (the values of a scalar space) or, on one-hot rows, the category
+    ``labels``.
+
+    Parameters
+    ----------
+    space : DiscreteSpace
+        The lattice's space, ``H·W`` coordinates.
+    shape : (int, int)
+        ``(H, W)``.
+    """
+    if isinstance(space, Categorical):
+        return Variables(
+            lambda x: {"labels": jnp.reshape(jnp.argmax(x, axis=-1), shape)},
+            space.event_shape,
+            dims={"labels": ("row", "col")},
+        )
+    return Variables.reshaped("spins", space.event_shape, shape, dims=("row", "col"))
+
+
 def _lattice_target(
     side: int, strength: float, b: np.ndarray, space, dense_J, *, categories: int = 1, **kwargs
 ) -> Target:
@@ -146,7 +172,7 @@ def ising(side: int = 10, strength: float = 0.2, field=0.0, spin: bool = True, d
     strength = _check_finite(strength, "strength")
     b = _broadcast_field(field, (side * side,))
     space = Spin(side * side) if spin else Binary(side * side)
-    return _lattice_target(
+    target = _lattice_target(
         side,
         strength,
         b,
@@ -156,6 +182,7 @@ def ising(side: int = 10, strength: float = 0.2, field=0.0, spin: bool = True, d
         description=f"Ising {side}x{side} periodic, strength {strength}, field {field}, on {space}",
         metadata={"side": side, "strength": strength, "field": b},
     )
+    return dataclasses.replace(target, variables=lattice_variables(space, (side, side)))
 
 
 @register_target(
@@ -174,7 +201,7 @@ def potts(side: int = 3, num_states: int = 3, strength: float = 0.5, field=0.0, 
     strength = _check_finite(strength, "strength")
     space = Categorical(num_states, side * side)
     h = _broadcast_field(field, space.event_shape)
-    return _lattice_target(
+    target = _lattice_target(
         side,
         strength,
         h.reshape(-1),
@@ -185,6 +212,7 @@ def potts(side: int = 3, num_states: int = 3, strength: float = 0.5, field=0.0, 
         description=f"categorical Potts {side}x{side} periodic, k={space.k}, strength {strength}",
         metadata={"side": side, "strength": strength, "field": h},
     )
+    return dataclasses.replace(target, variables=lattice_variables(space, (side, side)))
 
 
 @register_target(

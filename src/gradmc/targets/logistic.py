@@ -8,7 +8,9 @@ The six data sets ship with the package (``gradmc/data/logistic/*.csv.gz``, byte
 to the published CSVs after ``gunzip``). Their reference posterior mean and standard
 deviation come from long NUTS runs (``scripts/compute_logistic_reference.py``, stored in
 ``gradmc/data/logistic_reference.json``) and are the targets' :class:`~gradmc.base.Truth`.
-Every target also carries a :class:`~gradmc.base.PerDatumModel` for minibatch samplers.
+Every target also carries a :class:`~gradmc.base.PerDatumModel` for minibatch samplers,
+and names its position: the variable ``beta`` along the axis ``coefficient``, labelled by
+the data set's column names and ``intercept``.
 """
 
 from __future__ import annotations
@@ -23,8 +25,17 @@ import numpy as np
 from gradmc.base import PerDatumModel, Target, Truth
 from gradmc.registry import register_target
 from gradmc.spaces import Real
+from gradmc.variables import Variables
 
-__all__ = ["DATASETS", "load_dataset", "design_matrix", "logistic_target", "synthetic_logistic", "load_reference"]
+__all__ = [
+    "DATASETS",
+    "feature_names",
+    "load_dataset",
+    "design_matrix",
+    "logistic_target",
+    "synthetic_logistic",
+    "load_reference",
+]
 
 #: name -> (number of parameters = features + intercept, description)
 DATASETS = {
@@ -42,6 +53,19 @@ _DATA = resources.files("gradmc") / "data"
 def _check_name(name: str) -> None:
     if name not in DATASETS:
         raise ValueError(f"unknown logistic-regression data set {name!r}; expected one of {sorted(DATASETS)}")
+
+
+def feature_names(name: str) -> list[str]:
+    """The column names of a vendored data set's features (its CSV header, label excluded).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`DATASETS`.
+    """
+    _check_name(name)
+    with gzip.open(_DATA.joinpath("logistic", f"{name}.csv.gz").open("rb"), "rt") as f:
+        return f.readline().strip().split(",")[:-1]
 
 
 def load_dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -91,10 +115,13 @@ def logistic_target(
     description: str = "",
     metadata: dict | None = None,
     dtype="float32",
+    coefficient_names=None,
 ) -> Target:
     """A Bayesian logistic-regression :class:`Target` for a design matrix and 0/1 labels.
 
     ``dtype`` is the precision of the stored data (``"float64"`` needs ``jax_enable_x64``).
+    The position is the variable ``beta`` along the axis ``coefficient``, labelled by
+    ``coefficient_names`` (one per column of ``design``) when given.
     """
     design = np.asarray(design)
     labels = np.asarray(labels)
@@ -104,6 +131,8 @@ def logistic_target(
         raise ValueError("labels must be 0 or 1")
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    if coefficient_names is not None and len(coefficient_names) != design.shape[1]:
+        raise ValueError(f"coefficient_names has {len(coefficient_names)} names for {design.shape[1]} columns")
     data = (jnp.asarray(design, dtype), jnp.asarray(labels, dtype))
 
     def logdensity_fn(w):
@@ -119,6 +148,12 @@ def logistic_target(
         truth=truth,
         per_datum=PerDatumModel(_logprior, _loglik, data),
         metadata={"num_data": int(design.shape[0]), **(metadata or {})},
+        variables=Variables.reshaped(
+            "beta",
+            (design.shape[1],),
+            dims=("coefficient",),
+            coords=None if coefficient_names is None else {"coefficient": list(coefficient_names)},
+        ),
     )
 
 
@@ -141,6 +176,7 @@ def _dataset_target(name: str, dtype: str) -> Target:
         description=f"Bayesian logistic regression, prior N(0, I), {about}; d = {dim}",
         metadata={"dataset": name, "reference": ref},
         dtype=dtype,
+        coefficient_names=[*feature_names(name), "intercept"],
     )
     assert target.dim == dim, (name, target.dim)
     return target
@@ -178,4 +214,5 @@ def synthetic_logistic(num_data: int = 1000, num_features: int = 10, seed: int =
         description=f"Bayesian logistic regression on {num_data} simulated points, {num_features} features",
         metadata={"true_weights": w, "seed": seed},
         dtype=dtype,
+        coefficient_names=[f"x{i + 1}" for i in range(int(num_features))] + ["intercept"],
     )

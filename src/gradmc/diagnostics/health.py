@@ -1,0 +1,555 @@
+"""Health checks of a finished run: the warnings :func:`gradmc.sample` attaches to every trace.
+
+After each run, :func:`run_warnings` looks for the usual ways a Markov chain run goes wrong
+and returns one line per problem, naming the coordinates or chains concerned and a fix;
+:func:`emit_warnings` stores the lines in ``trace.warnings`` and raises each as a
+:class:`RunWarning`. The checks, and the module constants that set them:
+
+* chains that disagree: rank-normalised split R-hat above :data:`RHAT_THRESHOLD`
+  (Vehtari et al. 2021; ArviZ computes it);
+* too few effective draws: bulk or tail ESS below :data:`MIN_ESS` (one chain:
+  :data:`MIN_ESS_SINGLE_CHAIN`);
+* draws that are not finite, and coordinates constant within every chain but different
+  between chains (each chain is stuck in its own state);
+* chains that never moved over the kept draws (every coordinate constant, or a mean
+  acceptance rate at most :data:`STUCK_ACCEPTANCE`);
+* divergent transitions and proposals with a non-finite log density or gradient in the
+  kept draws;
+* warm-up adaptation that failed (the adapted step size is not a positive finite number or
+  moved more than :data:`MAX_ADAPTED_RATIO`-fold from its start, or the warm-up acceptance
+  rate stayed within :data:`STUCK_ACCEPTANCE` of 0 or 1);
+* a kept acceptance rate more than :data:`ACCEPTANCE_TOLERANCE` away from the sampler's
+  ``target_accept``.
+
+The checks read the kept draws once, a block of coordinates at a time (float64 blocks of at
+most :data:`BLOCK_ELEMENTS` elements, so their memory is bounded whatever the run's size).
+R-hat and ESS cost about a microsecond per draw and coordinate, so at most
+:data:`MAX_CHECKED_VALUES` draws are passed to ArviZ: when a run has more coordinates than
+that allows, the coordinates checked are those most likely to fail, ranked by a cheap screen
+of every coordinate (the classic between/within-chain R-hat and the lag-1 autocorrelation).
+A run that kept no draws is checked from its per-chain running means and variances
+(``trace.moments``): R-hat there is the classic, not the rank-normalised one, and there is
+no ESS.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import warnings
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from gradmc.diagnostics._common import arviz
+
+if TYPE_CHECKING:
+    from gradmc.trace import Trace
+
+__all__ = [
+    "RunWarning",
+    "RHAT_THRESHOLD",
+    "MIN_ESS",
+    "MIN_ESS_SINGLE_CHAIN",
+    "STUCK_ACCEPTANCE",
+    "ACCEPTANCE_TOLERANCE",
+    "MAX_ADAPTED_RATIO",
+    "MIN_DRAWS_FOR_ACCEPTANCE",
+    "MAX_CHECKED_VALUES",
+    "BLOCK_ELEMENTS",
+    "run_warnings",
+    "emit_warnings",
+]
+
+#: Rank-normalised split R-hat above this flags a coordinate (Vehtari et al. 2021's advice).
+RHAT_THRESHOLD = 1.01
+#: Bulk or tail ESS, summed over chains, below this flags a coordinate (Vehtari et al. 2021:
+#: about 100 effective draws make the R-hat and MCSE estimates themselves reliable).
+MIN_ESS = 100
+#: The ESS threshold of a single-chain run, where R-hat is undefined.
+MIN_ESS_SINGLE_CHAIN = 50
+#: A chain whose mean acceptance rate over the kept draws is at most this has (almost) never
+#: moved; a warm-up acceptance rate within this of 0 or 1 means its adaptation failed.
+STUCK_ACCEPTANCE = 0.01
+#: An adapted step size that ends more than this factor above or below its first warm-up
+#: value has run off towards float32's overflow or underflow (a flat or NaN target).
+MAX_ADAPTED_RATIO = 1e20
+#: A kept acceptance rate further than this (absolute) from ``target_accept`` is flagged.
+#: Dual averaging settles within a few hundredths of its target on a well-behaved target;
+#: the mean over 50 or more kept draws has a standard error below about 0.06.
+ACCEPTANCE_TOLERANCE = 0.2
+#: The acceptance rate is compared with ``target_accept`` only over at least this many kept draws.
+MIN_DRAWS_FOR_ACCEPTANCE = 50
+#: At most this many draws (chains x draws x coordinates) go through ArviZ's R-hat and ESS.
+MAX_CHECKED_VALUES = 1 << 21
+#: Float64 elements of one block of draws read by the checks (32 MiB).
+BLOCK_ELEMENTS = 1 << 22
+#: Coordinates or chains named in one message before "(+k more)".
+_SHOWN = 3
+#: Parameters adapted in warm-up, by the names samplers give them in ``trace.params``.
+_ADAPTED = ("step_size", "step_sizes", "num_flips", "scale")
+
+
+class RunWarning(UserWarning):
+    """A problem found in a finished run (unconverged chains, few effective draws,
+    divergences, stuck chains, failed adaptation); the message names the coordinates or
+    chains and suggests a fix. Silence with ``warnings.simplefilter("ignore", gradmc.RunWarning)``.
+    """
+
+
+# -- formatting -------------------------------------------------------------------------------
+
+
+def _listing(labels: Sequence[str], total: int | None = None) -> str:
+    """``"a, b, c (+4 more)"``: the first :data:`_SHOWN` labels and a count of the rest
+    (``total`` items in all, default ``len(labels)``).
+    """
+    total = len(labels) if total is None else total
+    shown = ", ".join(labels[:_SHOWN])
+    return shown + (f" (+{total - _SHOWN} more)" if total > _SHOWN else "")
+
+
+def _coord(flat_index: int, event_shape: tuple[int, ...]) -> str:
+    """The name of a flattened coordinate (``x[3]``, ``x[1,2]``), as in ArviZ summaries."""
+    if not event_shape:
+        return "x"
+    return f"x[{','.join(map(str, np.unravel_index(flat_index, event_shape)))}]"
+
+
+def _coords(flat_indices: np.ndarray, event_shape: tuple[int, ...]) -> str:
+    """The first coordinates of ``flat_indices`` by name, and a count of the rest."""
+    return _listing([_coord(i, event_shape) for i in flat_indices[:_SHOWN]], len(flat_indices))
+
+
+def _chains(trace: Trace, chains) -> str:
+    """``"chain 2"`` or ``"chains 0, 3"`` (indices in the whole run)."""
+    labels = [str(trace.first_chain + int(c)) for c in chains]
+    return ("chain " if len(labels) == 1 else "chains ") + _listing(labels)
+
+
+# -- the sampler's options --------------------------------------------------------------------
+
+
+def _options(trace: Trace, build: Callable | None) -> dict:
+    """The sampler's options in force: its builder's defaults updated by the options given."""
+    if build is None:
+        from gradmc.registry import samplers
+
+        build = next((e.constructor for e in samplers() if e.name == trace.sampler), None)
+    defaults = {}
+    if build is not None:
+        params = list(inspect.signature(build).parameters.values())[2:]
+        defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+    return {**defaults, **trace.options}
+
+
+def _smaller_steps(options: dict) -> str:
+    """How to take smaller steps with this sampler's options."""
+    if "target_accept" in options:
+        accept = options["target_accept"]
+        now = f" (now {accept})" if isinstance(accept, int | float) else ""
+        return f"a higher target_accept{now}, e.g. 0.95"
+    return "a smaller step_size" if "step_size" in options else "smaller steps"
+
+
+def _fixes(options: dict) -> str:
+    """Remedies for divergences among the sampler's options."""
+    fixes = ["more warm-up (num_warmup)", _smaller_steps(options)]
+    if "dense_mass" in options and not options.get("dense_mass"):
+        fixes.append("dense_mass=True for correlated coordinates")
+    return "try " + ", ".join(fixes) + ", or a reparameterised target"
+
+
+# -- reading the draws ------------------------------------------------------------------------
+
+
+@contextmanager
+def _quiet_arviz():
+    """No warnings and no log lines from ArviZ (its single-chain and shape notes)."""
+    logger = logging.getLogger("arviz")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def _blocks(num_coords: int, per_coord: int):
+    """Slices of coordinates whose float64 copy stays under :data:`BLOCK_ELEMENTS` elements."""
+    step = max(1, BLOCK_ELEMENTS // max(per_coord, 1))
+    for start in range(0, num_coords, step):
+        yield slice(start, min(start + step, num_coords))
+
+
+class _Screen(NamedTuple):
+    """Cheap per-chain, per-coordinate facts about the kept draws (arrays ``(chain, coord)``,
+    ``finite`` ``(coord,)``).
+    """
+
+    finite: np.ndarray
+    constant: np.ndarray  # the coordinate never changes within the chain
+    first: np.ndarray  # its first value in the chain
+    mean: np.ndarray
+    var: np.ndarray
+    lag1: np.ndarray  # lag-1 autocorrelation (NaN for a constant coordinate)
+
+
+def _screen(flat: np.ndarray) -> _Screen:
+    """One pass over the draws ``(chain, draw, coord)``, a block of coordinates at a time."""
+    c, n, k = flat.shape
+    finite, constant = np.ones(k, bool), np.ones((c, k), bool)
+    first, mean, var, lag1 = (np.empty((c, k)) for _ in range(4))
+    for cols in _blocks(k, c * n):
+        x = np.asarray(flat[:, :, cols], dtype=np.float64)
+        finite[cols] = np.isfinite(x).all(axis=(0, 1))
+        first[:, cols] = x[:, 0]
+        constant[:, cols] = (x == x[:, :1]).all(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # non-finite draws give NaN
+            m = x.mean(axis=1)
+            centred = x - m[:, None]
+            ss = (centred**2).sum(axis=1)
+            lag1[:, cols] = (centred[:, 1:] * centred[:, :-1]).sum(axis=1) / ss
+        mean[:, cols], var[:, cols] = m, ss / max(n - 1, 1)
+    return _Screen(finite, constant, first, mean, var, lag1)
+
+
+def _classic_rhat(mean: np.ndarray, var: np.ndarray, n: int) -> np.ndarray:
+    """Gelman & Rubin's R-hat of each coordinate from per-chain means and variances ``(chain, coord)``."""
+    within = var.mean(axis=0)
+    between = mean.var(axis=0, ddof=1)  # B / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.sqrt(((n - 1) / n * within + between) / within)
+
+
+def _checked(candidates: np.ndarray, screen: _Screen, num_chains: int, num_draws: int) -> tuple[np.ndarray, bool]:
+    """The coordinates passed to ArviZ, and whether they are a subset of the candidates."""
+    budget = max(16, MAX_CHECKED_VALUES // (num_chains * num_draws))
+    index = np.flatnonzero(candidates)
+    if index.size <= budget:
+        return index, False
+    sticky = np.nan_to_num(np.nanmean(screen.lag1[:, index], axis=0), nan=1.0)
+    picks = [index[np.argsort(-sticky, kind="stable")]]
+    if num_chains > 1:
+        rhat = _classic_rhat(screen.mean[:, index], screen.var[:, index], num_draws)
+        picks.insert(0, index[np.argsort(-np.nan_to_num(rhat, nan=np.inf), kind="stable")])
+    order = np.stack(picks, axis=1).reshape(-1)  # the two rankings interleaved
+    _, first = np.unique(order, return_index=True)
+    return np.sort(order[np.sort(first)][:budget]), True
+
+
+def _arviz_diagnostics(flat: np.ndarray, index: np.ndarray) -> dict[str, np.ndarray]:
+    """ArviZ's rank-normalised split R-hat (several chains) and bulk and tail ESS of the
+    coordinates ``index`` of the draws ``(chain, draw, coord)``.
+    """
+    c, n, _ = flat.shape
+    methods = ["bulk", "tail"] + (["rhat"] if c > 1 else [])
+    out = {m: np.empty(index.size) for m in methods}
+    az = arviz()
+    with _quiet_arviz():
+        for cols in _blocks(index.size, c * n):
+            ds = az.convert_to_dataset(np.asarray(flat[:, :, index[cols]], dtype=np.float64))
+            for m in methods:
+                result = az.rhat(ds) if m == "rhat" else az.ess(ds, method=m)
+                out[m][cols] = np.asarray(result["x"].values, dtype=np.float64).reshape(-1)
+    return out
+
+
+# -- the checks -------------------------------------------------------------------------------
+
+
+def _kept(trace: Trace) -> np.ndarray | None:
+    """The kept draws ``(chain, draw, ...)``: a discrete run's value indices when it keeps
+    them (the same ranks, far fewer bytes), else ``trace.draws``.
+    """
+    indices = getattr(trace, "indices", None)
+    return indices if indices is not None else trace.draws
+
+
+def _frozen_chains(constant: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Chains whose every coordinate stayed constant, unless every chain sits at one and
+    the same state (a target concentrated there).
+    """
+    frozen = constant.all(axis=1)
+    if frozen.size > 1 and frozen.all() and (first == first[:1]).all():
+        return np.zeros_like(frozen)
+    return frozen
+
+
+def _split_line(split: np.ndarray, event_shape: tuple[int, ...], k: int) -> str:
+    """The warning about coordinates constant within every chain but different between chains."""
+    return (
+        f"{_coords(split, event_shape)} never changed within any chain, yet differ between chains "
+        f"({split.size} of {k} coordinates): each chain is stuck in its own state and the draws cannot be "
+        "trusted; run longer, or use a sampler that moves between modes"
+    )
+
+
+def _rhat_line(rhat: np.ndarray, index: np.ndarray, event_shape: tuple[int, ...], k: int, note: str) -> list[str]:
+    """The R-hat warning for the coordinates ``index`` (of ``k``), worst first; NaN counts as failing."""
+    worst = np.argsort(-np.nan_to_num(rhat, nan=np.inf), kind="stable")
+    worst = worst[~(rhat[worst] <= RHAT_THRESHOLD)]
+    if not worst.size:
+        return []
+    labels = [f"{_coord(index[j], event_shape)} ({rhat[j]:.3g})" for j in worst[:_SHOWN]]
+    return [
+        f"R-hat above {RHAT_THRESHOLD} for {worst.size} of {k} coordinates: {_listing(labels, worst.size)}{note}: "
+        "the chains disagree, so they have not yet forgotten their starts or are stuck in different modes; run "
+        "more warm-up and draws, or use a sampler that moves between modes"
+    ]
+
+
+def _mixing(draws: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """R-hat, ESS, non-finite draws and chains stuck in different states; and the frozen chains."""
+    c, n = draws.shape[:2]
+    event_shape = tuple(draws.shape[2:])
+    flat = draws.reshape(c, n, -1)
+    k = flat.shape[2]
+    screen = _screen(flat)
+    found = []
+    frozen = _frozen_chains(screen.constant, screen.first)
+    bad = np.flatnonzero(~screen.finite)
+    if bad.size:
+        found.append(
+            f"draws are not finite in {_coords(bad, event_shape)}: the chains ran off to "
+            "infinity or NaN (a step size that blew up, or a log density without a maximum); check the target "
+            "and the adapted step size"
+        )
+    const_all = screen.constant.all(axis=0) & screen.finite
+    split = np.flatnonzero(const_all & ~(screen.first == screen.first[:1]).all(axis=0))
+    if split.size and not frozen.all():  # all chains frozen: the stuck-chain warning says it
+        found.append(_split_line(split, event_shape, k))
+    if n < 4:
+        found.append(f"only {n} kept draws per chain: too few to judge convergence; run more draws (num_draws)")
+        return found, frozen
+    candidates = screen.finite & ~const_all
+    index, subset = _checked(candidates, screen, c, n)
+    if index.size == 0:
+        return found, frozen
+    result = _arviz_diagnostics(flat, index)
+    scope = f" (checked the {index.size} of {k} coordinates most likely to fail)" if subset else ""
+    if "rhat" in result:
+        found += _rhat_line(result["rhat"], index, event_shape, k, scope)
+    least = np.minimum(result["bulk"], result["tail"])  # NaN (undefined) counts as failing
+    threshold = MIN_ESS if c > 1 else MIN_ESS_SINGLE_CHAIN
+    worst = np.argsort(np.nan_to_num(least, nan=-np.inf), kind="stable")
+    worst = worst[~(least[worst] >= threshold)]
+    if worst.size:
+        labels = [
+            f"{_coord(index[j], event_shape)} (bulk {result['bulk'][j]:.0f}, tail {result['tail'][j]:.0f})"
+            for j in worst[:_SHOWN]
+        ]
+        found.append(
+            f"ESS below {threshold} for {worst.size} of {k} coordinates: {_listing(labels, worst.size)}{scope}: "
+            "means and quantiles from these draws are noisy; run more draws (num_draws), or a sampler that mixes "
+            "better"
+        )
+    return found, frozen
+
+
+def _moments_mixing(moments: dict) -> tuple[list[str], np.ndarray]:
+    """The checks a run that kept no draws allows: classic R-hat from per-chain running
+    means and variances, chains stuck in different states, and the frozen chains.
+    """
+    mean, var = np.asarray(moments["mean"], np.float64), np.asarray(moments["var"], np.float64)
+    c, n = mean.shape[0], int(moments["count"])
+    event_shape = tuple(mean.shape[1:])
+    mean, var = mean.reshape(c, -1), var.reshape(c, -1)
+    k = mean.shape[1]
+    constant = var == 0
+    frozen = _frozen_chains(constant, mean)
+    found = []
+    const_all = constant.all(axis=0)
+    split = np.flatnonzero(const_all & ~(mean == mean[:1]).all(axis=0))
+    if split.size and not frozen.all():
+        found.append(_split_line(split, event_shape, k))
+    if c > 1 and n > 1:
+        rhat = _classic_rhat(mean[:, ~const_all], var[:, ~const_all], n)
+        note = " (classic R-hat from running means and variances: the run kept no draws)"
+        found += _rhat_line(rhat, np.flatnonzero(~const_all), event_shape, k, note)
+    return found, frozen
+
+
+def _stuck(trace: Trace, frozen: np.ndarray | None) -> tuple[list[str], np.ndarray]:
+    """Chains that never moved over the kept draws, and the mask of them."""
+    accept = np.asarray(trace.stats["acceptance_rate"], np.float64)
+    rate = accept.reshape(accept.shape[0], -1).mean(axis=1)
+    stuck = rate <= STUCK_ACCEPTANCE
+    if frozen is not None:
+        stuck |= frozen
+    if not stuck.any():
+        return [], stuck
+    chains = np.flatnonzero(stuck)
+    rates = ", ".join(f"{rate[i]:.3f}" for i in chains[:_SHOWN])
+    return [
+        f"{_chains(trace, chains)} never moved over the kept draws (acceptance rate {rates}): such chains say "
+        "nothing about the target and the run has not converged; check that the log density is finite and "
+        "not flat around the chains' positions, run more warm-up, or use another sampler"
+    ], stuck
+
+
+def _transitions(trace: Trace, options: dict) -> list[str]:
+    """Divergent transitions and non-finite proposals in the kept draws."""
+    found = []
+    for name, what, fix in (
+        ("diverging", "divergent transitions", _fixes(options)),
+        (
+            "nonfinite",
+            "proposals with a non-finite log density or gradient (rejected)",
+            "the log density or its gradient is NaN or +inf somewhere the chains propose; return -inf outside "
+            f"the support, or try {_smaller_steps(options)}",
+        ),
+    ):
+        if name not in trace.stats:
+            continue
+        counts = np.asarray(trace.stats[name]).reshape(len(trace.stats[name]), -1).sum(axis=1)
+        if counts.sum():
+            chains = np.flatnonzero(counts)
+            per = _listing([f"{trace.first_chain + int(i)} ({int(counts[i])})" for i in chains])
+            where = "chain" if chains.size == 1 else "chains"
+            found.append(f"{int(counts.sum())} {what} in the kept draws, in {where} {per}; {fix}")
+    return found
+
+
+def _adapted(trace: Trace) -> tuple[str, np.ndarray] | None:
+    """The parameter adapted in warm-up and its per-chain values ``(chain, ...)``."""
+    if not isinstance(trace.params, dict):
+        return None
+    name = next((p for p in _ADAPTED if p in trace.params), None)
+    if name is None:
+        return None
+    value = np.asarray(trace.params[name], np.float64)
+    c = trace.stats["acceptance_rate"].shape[0]
+    value = value.reshape(c, -1) if value.ndim and value.shape[0] == c else np.broadcast_to(value, (c, 1))
+    return name, value
+
+
+def _adaptation(trace: Trace, options: dict) -> tuple[list[str], np.ndarray]:
+    """Warm-up adaptation that failed, and the mask of its chains."""
+    c = trace.stats["acceptance_rate"].shape[0]
+    none = np.zeros(c, bool)
+    adapts = "target_accept" in options and options.get("adapt", True) not in (None, False)
+    warm = trace.warmup_stats.get("acceptance_rate")
+    adapted = _adapted(trace)
+    if not adapts or warm is None or np.size(warm) == 0 or adapted is None:
+        return [], none
+    name, value = adapted
+    warm = np.asarray(warm, np.float64).reshape(c, -1)
+    late = warm[:, warm.shape[1] // 2 :]
+    nonfinite = np.asarray(trace.warmup_stats.get("nonfinite", np.zeros_like(warm, bool)), bool).reshape(c, -1)
+    finite = np.where(nonfinite[:, warm.shape[1] // 2 :], np.nan, late)  # a step size that overflowed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # no finite proposal at all: NaN
+        late, late_finite = np.nanmean(late, axis=1), np.nanmean(finite, axis=1)
+    invalid = ~(np.isfinite(value) & (value > 0)).all(axis=1)
+    start = np.asarray(trace.warmup_stats.get("step_size", np.full_like(warm, np.nan)), np.float64).reshape(c, -1)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ratio = np.abs(np.log10(value[:, 0] / start[:, 0]))
+    runaway = (ratio > np.log10(MAX_ADAPTED_RATIO)) & (name == "step_size")
+    invalid |= runaway
+    high, low = late_finite >= 1 - STUCK_ACCEPTANCE, late <= STUCK_ACCEPTANCE
+    late = np.where(high, late_finite, late)
+    failed = invalid | high | low
+    if not failed.any():
+        return [], none
+    chains = np.flatnonzero(failed)
+    aim = options.get("target_accept")
+    aim = f" (aiming at {aim})" if isinstance(aim, int | float) else ""
+    values = ", ".join(f"{v:.3g}" for v in value[chains[:_SHOWN], 0])
+    rates = ", ".join(f"{v:.2f}" for v in late[chains[:_SHOWN]])
+    flat = high | (value[:, 0] == np.inf) | (runaway & (value[:, 0] > start[:, 0]))
+    if flat[chains].any():
+        why = "the log density may be flat near the chains (constant, or with a zero gradient)"
+    else:
+        why = (
+            "proposals were (nearly) all rejected: the log density or its gradient may be NaN or infinite "
+            "near the chains"
+        )
+    return [
+        f"{name} adaptation did not converge in {_chains(trace, chains)}: the acceptance rate in the second half of "
+        f"warm-up was {rates}{aim} and {name} ended at {values}; {why}. Check the target, run more warm-up, "
+        f"or set {name} by hand with adapt=None"
+    ], failed
+
+
+def _acceptance(trace: Trace, options: dict, skip: np.ndarray) -> list[str]:
+    """A kept acceptance rate far from ``target_accept`` (chains in ``skip`` already reported)."""
+    aim = options.get("target_accept")
+    adapts = options.get("adapt", True) not in (None, False) and bool(trace.warmup_stats)
+    accept = np.asarray(trace.stats["acceptance_rate"], np.float64)
+    accept = accept.reshape(accept.shape[0], -1)
+    if not isinstance(aim, int | float) or not adapts or accept.shape[1] < MIN_DRAWS_FOR_ACCEPTANCE:
+        return []
+    rate = np.nanmean(accept, axis=1)
+    chains = np.flatnonzero((np.abs(rate - aim) > ACCEPTANCE_TOLERANCE) & ~skip)
+    if not chains.size:
+        return []
+    rates = ", ".join(f"{rate[i]:.2f}" for i in chains[:_SHOWN])
+    adapted = _adapted(trace)
+    name = adapted[0] if adapted else "step size"
+    return [
+        f"acceptance rate {rates} in {_chains(trace, chains)} is more than {ACCEPTANCE_TOLERANCE} away from "
+        f"target_accept={aim}: the {name} adapted in warm-up does not suit the kept draws; run more warm-up "
+        f"(num_warmup), or set {name} by hand with adapt=None"
+    ]
+
+
+def run_warnings(trace: Trace, build: Callable | None = None) -> list[str]:
+    """The problems of a finished run, one line each (empty for a healthy run).
+
+    Each line starts with the sampler's name, names the coordinates or chains concerned
+    and suggests a fix. The module constants set the thresholds.
+
+    Parameters
+    ----------
+    trace : Trace
+        The run.
+    build : callable, optional
+        The sampler's builder, whose signature gives the defaults of options such as
+        ``target_accept`` (default: the registered sampler of ``trace.sampler``).
+
+    Returns
+    -------
+    list of str
+        One line per problem.
+    """
+    options = _options(trace, build)
+    found, failed = _adaptation(trace, options)
+    draws = _kept(trace)
+    frozen = None
+    if draws is not None:
+        mixing, frozen = _mixing(np.asarray(draws))
+    elif trace.moments is not None:
+        mixing, frozen = _moments_mixing(trace.moments)
+    else:
+        mixing = []
+    stuck_lines, stuck = _stuck(trace, frozen)
+    found += stuck_lines + _transitions(trace, options) + mixing + _acceptance(trace, options, failed | stuck)
+    return [f"{trace.sampler}: {line}" for line in found]
+
+
+def emit_warnings(trace: Trace, build: Callable | None = None, stacklevel: int = 2) -> Trace:
+    """Store :func:`run_warnings` in ``trace.warnings`` and raise each as a :class:`RunWarning`.
+
+    Parameters
+    ----------
+    trace : Trace
+        The run.
+    build : callable, optional
+        The sampler's builder (see :func:`run_warnings`).
+    stacklevel : int
+        Passed to :func:`warnings.warn`, so the warnings point at the caller's line.
+
+    Returns
+    -------
+    Trace
+        ``trace`` itself, with ``warnings`` filled in.
+    """
+    trace.warnings = run_warnings(trace, build)
+    for line in trace.warnings:
+        warnings.warn(line, RunWarning, stacklevel=stacklevel + 1)
+    return trace

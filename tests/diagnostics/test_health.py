@@ -1,0 +1,261 @@
+"""Tests of the run warnings (gradmc.diagnostics.health) and of sample()'s space check.
+
+The unit logic runs on traces built by hand; a few tiny real runs (compiled once per module)
+check that sample() attaches and raises the warnings, that a failing adaptation still
+returns a trace, and that NUTS traces carry what arviz.bfmi needs.
+
+False alarms on the healthy runs: with iid draws (or NUTS on a standard normal, whose draws
+are nearly independent), 4 chains x 1000 draws give 8 split halves of 500 draws, and
+split R-hat^2 ~ (n-1)/n + F/n with F ~ chi2_7/7: R-hat > 1.01 needs F > 11, i.e.
+chi2_7 > 77, probability below 1e-13 per coordinate. Bulk and tail ESS are then near 4000
+(tail ESS of 5%/95% indicators has a relative error of a few percent), 40 times the
+threshold of 100.
+"""
+
+import logging
+import warnings
+
+import arviz as az
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import gradmc
+from gradmc.base import Target
+from gradmc.diagnostics import health
+from gradmc.diagnostics.health import RunWarning, run_warnings
+from gradmc.spaces import Binary, Real, Spin
+from gradmc.trace import Trace
+
+
+def fake_trace(draws, *, sampler="custom", accept=0.6, options=None, warmup=None, params=None, moments=None, **stats):
+    """A Trace of hand-made draws ``(chain, draw, ...)`` (or none, with ``moments``)."""
+    c, n = (draws.shape[:2]) if draws is not None else (moments["mean"].shape[0], moments["count"])
+    base = {
+        "acceptance_rate": np.full((c, n), accept, np.float32),
+        "diverging": np.zeros((c, n), bool),
+        "nonfinite": np.zeros((c, n), bool),
+    }
+    base.update(stats)
+    return Trace(
+        target="t",
+        sampler=sampler,
+        draws=draws,
+        stats=base,
+        warmup_stats=warmup or {},
+        params=params,
+        options=options or {},
+        moments=moments,
+    )
+
+
+@pytest.fixture(scope="module")
+def iid():
+    return np.random.default_rng(0).standard_normal((4, 1000, 3)).astype(np.float32)
+
+
+def only(lines, text):
+    """The one line of ``lines`` that contains ``text``."""
+    hits = [line for line in lines if text in line]
+    assert len(hits) == 1, lines
+    return hits[0]
+
+
+# -- unit logic on hand-made traces -------------------------------------------------------------
+
+
+def test_healthy_iid_draws_raise_nothing(iid):
+    assert run_warnings(fake_trace(iid)) == []
+
+
+def test_rhat_names_the_worst_coordinates(iid):
+    draws = np.random.default_rng(1).standard_normal((4, 1000, 10)).astype(np.float32)
+    draws[:2, :, [3, 7, 8, 9]] += 3.0  # two chains elsewhere in four coordinates
+    draws[:2, :, 7] += 3.0  # x[7] worst
+    line = only(run_warnings(fake_trace(draws, sampler="rwm")), "R-hat above 1.01")
+    assert line.startswith("rwm: ")
+    assert "4 of 10 coordinates: x[7]" in line and "(+1 more)" in line
+    assert "x[0]" not in line
+
+
+def test_low_ess_is_flagged_and_names_bulk_and_tail():
+    rng = np.random.default_rng(2)
+    x = np.cumsum(rng.standard_normal((4, 200, 2)), axis=1) * 0.01 + rng.standard_normal((4, 200, 2))
+    x[:, :, 1] = np.repeat(rng.standard_normal((4, 20)), 10, axis=1)  # blocks of 10 equal draws
+    lines = run_warnings(fake_trace(x))
+    line = only(lines, "ESS below 100")
+    assert "x[1] (bulk" in line and "tail" in line
+
+
+def test_single_chain_uses_its_own_threshold_and_leaks_no_arviz_notes(caplog):
+    draws = np.random.default_rng(3).standard_normal((1, 400, 2))
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.DEBUG):
+        warnings.simplefilter("always")
+        assert run_warnings(fake_trace(draws)) == []
+        sticky = np.repeat(np.random.default_rng(4).standard_normal((1, 40, 2)), 10, axis=1)
+        line = only(run_warnings(fake_trace(sticky)), "ESS below")
+    assert "ESS below 50 " in line
+    assert caught == [] and not [r for r in caplog.records if r.name.startswith("arviz")]
+
+
+def test_constant_coordinates(iid):
+    draws = iid.copy()
+    draws[:, :, 0] = 1.0  # constant everywhere: fine
+    assert run_warnings(fake_trace(draws)) == []
+    draws[:, :, 1] = np.arange(4)[:, None]  # constant within chains, different between them
+    line = only(run_warnings(fake_trace(draws)), "never changed within any chain")
+    assert line.startswith("custom: x[1] never changed") and "1 of 3" in line
+
+
+def test_frozen_and_rejecting_chains_are_named(iid):
+    draws = iid.copy()
+    draws[2] = draws[2, :1]  # chain 2 never moves
+    accept = np.full((4, 1000), 0.6, np.float32)
+    accept[3] = 0.0  # chain 3 rejects everything
+    lines = run_warnings(fake_trace(draws, acceptance_rate=accept))
+    assert "chains 2, 3 never moved" in only(lines, "never moved")
+
+
+def test_every_chain_at_one_state_is_not_stuck():
+    draws = np.zeros((4, 100, 3), np.float32)
+    assert run_warnings(fake_trace(draws)) == []
+
+
+def test_divergences_and_nonfinite_proposals(iid):
+    diverging = np.zeros((4, 1000), bool)
+    diverging[1, :5] = True
+    nonfinite = np.zeros((4, 1000), bool)
+    nonfinite[0, 3] = nonfinite[2, 7] = True
+    lines = run_warnings(fake_trace(iid, sampler="nuts", diverging=diverging, nonfinite=nonfinite))
+    div = only(lines, "divergent transitions")
+    assert div.startswith("nuts: 5 divergent") and "chain 1 (5)" in div
+    assert "target_accept (now 0.8)" in div and "dense_mass=True" in div
+    assert "chains 0 (1), 2 (1)" in only(lines, "non-finite log density")
+
+
+def test_nonfinite_draws(iid):
+    draws = iid.copy()
+    draws[1, 5:, 2] = np.inf
+    assert "x[2]" in only(run_warnings(fake_trace(draws)), "not finite")
+
+
+def test_acceptance_far_from_target(iid):
+    warm = {"acceptance_rate": np.full((4, 100), 0.55, np.float32), "step_size": np.ones((4, 100), np.float32)}
+    params = {"step_size": np.ones(4, np.float32)}
+    accept = np.full((4, 1000), 0.55, np.float32)
+    accept[1] = 0.2
+    lines = run_warnings(fake_trace(iid, sampler="mala", acceptance_rate=accept, warmup=warm, params=params))
+    line = only(lines, "target_accept=0.574")
+    assert "acceptance rate 0.20 in chain 1 " in line and "ACCEPTANCE" not in line
+    # the same rates with adaptation switched off: nothing to compare with
+    off = fake_trace(iid, sampler="mala", acceptance_rate=accept, warmup=warm, params=params, options={"adapt": None})
+    assert run_warnings(off) == []
+
+
+def test_adaptation_failure_from_params_and_warmup(iid):
+    warm = {"acceptance_rate": np.ones((4, 100), np.float32), "step_size": np.ones((4, 100), np.float32)}
+    params = {"step_size": np.array([np.inf, 1.0, 1.0, 1.0], np.float32)}
+    line = only(run_warnings(fake_trace(iid, sampler="ncg", warmup=warm, params=params)), "did not converge")
+    assert line.startswith("ncg: step_size adaptation did not converge in chains 0, 1, 2 (+1 more)")
+    assert "flat" in line
+
+
+def test_run_without_draws_uses_moments():
+    mean = np.array([[0.0, 0.0], [0.0, 0.02], [0.0, 5.0], [0.0, 0.01]])
+    moments = {"count": 1000, "mean": mean, "var": np.ones((4, 2))}
+    line = only(run_warnings(fake_trace(None, moments=moments)), "R-hat")
+    assert "1 of 2 coordinates: x[1]" in line and "kept no draws" in line
+    agreeing = {"count": 1000, "mean": np.zeros((4, 2)), "var": np.ones((4, 2))}
+    assert run_warnings(fake_trace(None, moments=agreeing)) == []
+
+
+def test_many_coordinates_check_the_likeliest_to_fail(monkeypatch):
+    draws = np.random.default_rng(5).standard_normal((4, 500, 40)).astype(np.float32)
+    draws[0, :, 37] += 2.0
+    monkeypatch.setattr(health, "MAX_CHECKED_VALUES", 1)  # 16 coordinates at most
+    line = only(run_warnings(fake_trace(draws)), "R-hat")
+    assert "x[37]" in line and "checked the 16 of 40 coordinates" in line
+
+
+def test_too_few_draws():
+    assert "only 3 kept draws" in only(run_warnings(fake_trace(np.ones((2, 3, 1)) * [[[0]], [[1]]])), "only")
+
+
+# -- real runs -----------------------------------------------------------------------------------
+
+
+def standard_normal(d=2):
+    return Target("std-normal", lambda x: -0.5 * jnp.sum(x**2), Real(d))
+
+
+@pytest.fixture(scope="module")
+def nuts_trace():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trace = gradmc.sample(standard_normal(), "nuts", num_chains=4, num_warmup=500, num_draws=1000, progress=False)
+    return trace, [w for w in caught if issubclass(w.category, RunWarning)]
+
+
+def test_healthy_nuts_run_warns_nothing(nuts_trace):
+    trace, caught = nuts_trace
+    assert trace.warnings == [] and caught == []
+
+
+def test_nuts_traces_carry_energy_and_tree_depth(nuts_trace):
+    trace, _ = nuts_trace
+    assert trace.stats["tree_depth"].shape == trace.stats["energy"].shape == (4, 1000)
+    assert trace.stats["tree_depth"].min() >= 1
+    idata = trace.to_arviz()
+    assert "energy" in idata.sample_stats
+    bfmi = az.bfmi(idata)
+    assert bfmi.shape == (4,) and np.all(bfmi > 0.3)  # E-BFMI of a standard normal is about 1
+
+
+def test_chains_in_different_modes_warn_about_rhat():
+    def bimodal(x):
+        return jnp.logaddexp(-0.5 * jnp.sum((x - 8.0) ** 2), -0.5 * jnp.sum((x + 8.0) ** 2))
+
+    target = Target("bimodal", bimodal, Real(1))
+    init = np.array([[-8.0], [8.0], [-8.0], [8.0]])
+    with pytest.warns(RunWarning, match=r"R-hat above 1.01 for 1 of 1 coordinates: x\[0\]"):
+        trace = gradmc.sample(target, "mala", num_chains=4, num_warmup=100, num_draws=200, init=init, progress=False)
+    assert any("R-hat" in line for line in trace.warnings)
+
+
+@pytest.mark.parametrize(
+    ("target", "sampler", "why"),
+    [
+        (Target("flat", lambda x: 0.0 * jnp.sum(x), Real(3)), "mala", "flat"),
+        (Target("flat-bits", lambda x: 0.0 * jnp.sum(x), Binary(5)), "ncg", "flat"),
+        (
+            Target(
+                "nan-away-from-0",
+                lambda x: jnp.where(jnp.sum(x**2) > 0, jnp.nan, 0.0),
+                Real(3),
+                initial_position=lambda key: jnp.zeros(3),
+            ),
+            "mala",
+            "NaN or infinite",
+        ),
+    ],
+)
+def test_failed_adaptation_warns_and_returns(target, sampler, why):
+    with pytest.warns(RunWarning, match=f"{sampler}: step_size adaptation did not converge") as caught:
+        trace = gradmc.sample(target, sampler, num_chains=2, num_warmup=200, num_draws=20, progress=False)
+    assert trace.draws.shape[:2] == (2, 20)
+    assert why in only(trace.warnings, "did not converge")
+    assert [str(w.message) for w in caught if issubclass(w.category, RunWarning)] == trace.warnings
+
+
+def test_continuous_sampler_on_discrete_target_is_refused():
+    target = Target("spins", lambda x: jnp.sum(x[:-1] * x[1:]), Spin(4))
+    with pytest.raises(ValueError, match="sampler 'nuts' samples continuous spaces") as err:
+        gradmc.sample(target, "nuts", num_warmup=10, num_draws=10, progress=False)
+    assert "lives on Spin(4)" in str(err.value) and "Samplers for discrete targets:" in str(err.value)
+    assert "ncg" in str(err.value) and "mala" not in str(err.value)
+
+
+def test_discrete_sampler_on_continuous_target_is_refused():
+    with pytest.raises(ValueError, match="sampler 'ncg' samples discrete spaces") as err:
+        gradmc.sample(standard_normal(), "ncg", num_warmup=10, num_draws=10, progress=False)
+    assert "Samplers for continuous targets:" in str(err.value) and "nuts" in str(err.value)
