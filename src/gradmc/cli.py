@@ -489,6 +489,8 @@ def main(argv: list[str] | None = None) -> int:
         The arguments (default: ``sys.argv[1:]``).
     """
     args = build_parser().parse_args(argv)
+    if args.command in ("sample", "compare", "reproduce") and not args.no_progress and sys.stderr.isatty():
+        print(f"gradmc {args.command}: loading JAX and the samplers...", file=sys.stderr, flush=True)  # ~1 s
     if not args.no_compile_cache:
         from gradmc.compile_cache import enable_compilation_cache
 
