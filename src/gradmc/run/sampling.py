@@ -244,12 +244,12 @@ def _observer(bound: BoundSampler, target: Target, keep: Callable | None) -> Cal
 
 def _bytes_per_iteration(keep: Callable | None, target: Target, num_chains: int) -> int:
     """Bytes of one iteration's kept outputs over all chains (traced, nothing runs)."""
-    position = jax.ShapeDtypeStruct((num_chains, *target.space.event_shape), jnp.result_type(float))
     space = _index_space(target, keep)
     if space is not None:
-        shapes = jax.ShapeDtypeStruct((num_chains, space.d), space.index_dtype)
-    else:
-        shapes = position if keep is None else jax.eval_shape(jax.vmap(keep), position)
+        return num_chains * space.d * space.index_dtype.itemsize
+    shapes = jax.ShapeDtypeStruct((num_chains, *target.space.event_shape), jnp.result_type(float))
+    if keep is not None:
+        shapes = jax.eval_shape(jax.vmap(keep), shapes)
     return sum(int(np.prod(s.shape, dtype=np.int64)) * s.dtype.itemsize for s in jax.tree.leaves(shapes))
 
 
@@ -396,7 +396,7 @@ class _PhaseRunner:
             self.moments.update(draws)
             if self.draw_buffer is not None:
                 self.draw_buffer.add(draws)
-            out = (None, stats)
+            out = stats  # the draws live in the buffer (or nowhere, without keep_draws)
         self.collected[name].append(out)
 
     def resume(self, placement: _Placement, warm_states, kernel_template, params_template):
@@ -507,7 +507,7 @@ def _trace(
     (``indices``: the kept draws are value indices of a discrete space; ``named``: they
     are positions, which the target's variables name).
     """
-    draw_stats = _concat([s for _, s in runner.collected[DRAWS]])
+    draw_stats = _concat(runner.collected[DRAWS])
     warm_stats = _concat(runner.collected[WARMUP])
     return Trace(
         target=target.name,
