@@ -3,10 +3,10 @@ needs it: how the PDHAMS samplers learn their second-order model W when none is 
 
 Warm-up steps 0 .. T/2 − 1 run a self-tuning *explorer* (a :class:`~gradmc.base.BoundSampler`
 of its own, e.g. NCG adapting its step size) and record, over the last ``num_history`` of
-them, each step's move Δs and the change of the gradient Δ∇f. At step T/2 the records of
-all chains are pooled (``lax.pmean`` over the runner's ``"chain"`` axis) into the sums
-XᵀX and XᵀY, ``fit`` turns them into the model (for PDHAMS: W of PD eq. 38 and its
-preconditioner), and the main kernel starts from the explorer's position. The rest of the
+them, each step's move Δs and the change of the gradient Δ∇f. At step T/2 ``fit`` turns
+the records into the model, pooling them over all chains (``lax.pmean`` over the runner's
+``"chain"`` axis; for PDHAMS with a dense W: the sums XᵀX and XᵀY of PD eq. 38, see
+:func:`pooled_dense_fit`), and the main kernel starts from the explorer's position. The rest of the
 warm-up runs the main kernel with the fitted model; after warm-up the model is frozen and
 returned in the run's ``params``, so the kept draws come from a fixed kernel.
 """
@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from gradmc.adapt.preconditioner import pool_chains
 from gradmc.base import BoundSampler
 
-__all__ = ["ExploreFitState", "explore_then_fit_sampler"]
+__all__ = ["ExploreFitState", "explore_then_fit_sampler", "pooled_dense_fit"]
 
 
 class ExploreFitState(NamedTuple):
@@ -83,7 +83,9 @@ def explore_then_fit_sampler(
     num_history : int
         How many of the last exploring steps are recorded.
     fit : callable
-        ``fit(xtx, xty) -> model`` from the pooled sums (traced).
+        ``fit(moves, gradient_changes) -> model`` from one chain's records, ``(num_history,
+        d)`` each; it pools them across chains itself (:func:`gradmc.adapt.preconditioner.pool_chains`),
+        so the model is the same in every chain (traced).
     placeholder_model : Any
         A model of the fitted model's structure, used before the fit.
     kernel_init : callable
@@ -124,10 +126,8 @@ def explore_then_fit_sampler(
         ), stats
 
     def switch(key, ws):
-        xtx = pool_chains(ws.moves.T @ ws.moves)
-        xty = pool_chains(ws.moves.T @ ws.gradient_changes)
         started = kernel_init(key, explorer.position(ws.explorer))
-        return ws._replace(model=fit(xtx, xty), kernel=started, fitted=jnp.bool_(True))
+        return ws._replace(model=fit(ws.moves, ws.gradient_changes), kernel=started, fitted=jnp.bool_(True))
 
     def run_kernel(key, ws):
         state, info = kernel(key, ws.kernel, ws.model)
@@ -151,3 +151,19 @@ def explore_then_fit_sampler(
         return state.position
 
     return BoundSampler(name, init, warmup_step, finalize, step, position, adapts_in_warmup=True)
+
+
+def pooled_dense_fit(fit_sums: Callable) -> Callable:
+    """``fit(moves, gradient_changes)`` for :func:`explore_then_fit_sampler` that pools the
+    sums XᵀX and XᵀY (PD eq. 38) over chains and hands them to ``fit_sums(xtx, xty)``.
+
+    Parameters
+    ----------
+    fit_sums : callable
+        ``fit_sums(xtx, xty) -> model`` from the pooled (d, d) sums.
+    """
+
+    def fit(moves, gradient_changes):
+        return fit_sums(pool_chains(moves.T @ moves), pool_chains(moves.T @ gradient_changes))
+
+    return fit

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.adapt.learned_model import explore_then_fit_sampler
+from gradmc.adapt.learned_model import explore_then_fit_sampler, pooled_dense_fit
 from gradmc.adapt.preconditioner import DEFAULTS as LEARNING_DEFAULTS
 from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
 from gradmc.adapt.step_size import rule_by_name, step_size_sampler
@@ -580,7 +580,7 @@ def _learned_w_sampler(name, target: Target, num_warmup, delta, epsilon, phi, be
         num_warmup,
         d,
         num_history=W_HISTORY,
-        fit=lambda xtx, xty: traced_pdhams_preconditioner(fit_w_from_sums(xtx, xty), delta),
+        fit=pooled_dense_fit(lambda xtx, xty: traced_pdhams_preconditioner(fit_w_from_sums(xtx, xty), delta)),
         placeholder_model=HamsPreconditioner(0.0 * eye, jnp.ones(d, jnp.float32), eye, eye),
         kernel_init=lambda key, position: hams.init(position, f, key),
         kernel=lambda key, state, precond: hams_kernel(key, state, f, space, precond, epsilon, phi),
