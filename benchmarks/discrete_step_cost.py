@@ -39,6 +39,7 @@ import numpy as np
 import gradmc
 from gradmc.random import normal, uniform
 from gradmc.report import format_table
+from gradmc.run import loop
 from gradmc.targets import lattice, ordinal, quadratic
 
 CHAINS = 100
@@ -64,9 +65,9 @@ def step_time(target, sampler, steps: int, repeats: int) -> float:
     bound = sampler.bind(target, 0)
     keys = jax.random.split(jax.random.key(0), CHAINS)
     starts = jax.vmap(target.space.sample_uniform)(jax.random.split(jax.random.key(1), CHAINS))
-    states, params = jax.jit(jax.vmap(bound.finalize))(jax.jit(jax.vmap(bound.init))(keys, starts))
-    params = jax.tree.map(lambda x: x[0], params)  # fixed kernels: the same parameters in every chain
-    step = jax.vmap(bound.step, in_axes=(0, 0, None), axis_name="chain")
+    states, params = jax.jit(loop.finalize_fn(bound))(loop.init_states(bound, keys, starts))
+    axes, params = loop.shared_axes(params)  # fixed kernels: the same parameters in every chain
+    step = jax.vmap(bound.step, in_axes=(0, 0, axes), axis_name="chain")
 
     @jax.jit
     def run(states):

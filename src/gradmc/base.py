@@ -13,7 +13,9 @@ Three layers, from the inside out:
   bundle a kernel with its warm-up (adaptation) for one chain: ``init`` -> ``warmup_step``
   (repeated) -> ``finalize`` -> ``step`` (repeated, a fixed kernel). The runner ``vmap``s
   them over chains with the axis name ``"chain"``, so a warm-up may pool statistics across
-  chains with ``jax.lax.pmean(x, "chain")``.
+  chains with ``jax.lax.pmean(x, "chain")``. What a warm-up learns from all chains together
+  (a pooled preconditioner) is wrapped in :class:`Shared`: the runner holds it once, not
+  once per chain.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "Target",
     "StepStats",
     "step_stats",
+    "Shared",
     "BoundSampler",
     "Sampler",
     "mh_accept",
@@ -277,6 +280,26 @@ def mh_stats(num_grad_evals: int) -> Callable:
     return stats_fn
 
 
+class Shared(NamedTuple):
+    """A part of a warm-up state, or of the adapted parameters, that is the same for every
+    chain (learned from all of them), held once instead of once per chain.
+
+    The runner ``vmap``s over chains with this part unbatched (``in_axes``/``out_axes``
+    ``None``): a ``warmup_step`` may only change it from values pooled over the chains
+    (``jax.lax.pmean``/``jax.lax.all_gather`` over the ``"chain"`` axis) or from the step
+    counter, and ``init`` must make it from neither the key nor the position. A 3,600 ×
+    3,600 preconditioner then takes 52 MB for 100 chains instead of 5.2 GB.
+    ``trace.params`` shows it per chain again, as a zero-copy broadcast.
+
+    Parameters
+    ----------
+    value : pytree
+        The shared arrays.
+    """
+
+    value: Any
+
+
 class BoundSampler(NamedTuple):
     """One chain's warm-up and fixed kernel, as the runner drives them.
 
@@ -287,6 +310,8 @@ class BoundSampler(NamedTuple):
     * ``position(state)`` reads the position from a warm-up or kernel state.
 
     ``params`` (the adapted step size, preconditioner, ...) are returned with the run.
+    Parts of the warm-up state or of ``params`` wrapped in :class:`Shared` have no chain
+    axis: ``init`` makes them once, and ``step`` reads them as ``params[...].value``.
     ``adapts_in_warmup`` is False when the warm-up steps are ordinary kernel steps (nothing
     is learned), so a driver may skip a separate warm-up phase.
 

@@ -53,15 +53,18 @@ def format_params(params) -> str:
     for name, value in items:
         if not hasattr(value, "shape"):
             continue
-        x = np.asarray(value, np.float64)
-        per_chain = x.reshape(x.shape[0], -1) if x.ndim else x.reshape(1, 1)
-        if per_chain.shape[1] == 1:
-            v = per_chain[:, 0]
+        x = np.asarray(value)
+        # learned from all chains together: one array shown per chain without copies
+        if x.ndim and (x.strides[0] == 0 or x.shape[0] == 1):
+            x = x[:1]
+        if x.ndim <= 1 or x[0].size == 1:
+            v = x.reshape(-1).astype(np.float64) if x.ndim else x.reshape(1).astype(np.float64)
             spread = "" if np.ptp(v) == 0 else f" ({_cell(v.min())}..{_cell(v.max())} over chains)"
             parts.append(f"{name} {_cell(float(np.median(v)))}{spread}")
         elif x.ndim == 3 and x.shape[1] == x.shape[2]:
-            shared = np.array_equal(x, np.broadcast_to(x[:1], x.shape))  # pooled across chains: one matrix
-            cond = float(np.linalg.cond(x[0]) if shared else np.median(np.linalg.cond(x)))
+            shared = x.shape[0] == 1 or np.array_equal(x, np.broadcast_to(x[:1], x.shape))
+            matrices = x[:1] if shared else x
+            cond = float(np.median(np.linalg.cond(matrices.astype(np.float64))))
             parts.append(f"{name} {x.shape[1]}x{x.shape[2]} (condition number {cond:.3g})")
         else:
             parts.append(f"{name} shape {x.shape[1:]}")

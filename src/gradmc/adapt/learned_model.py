@@ -8,7 +8,8 @@ the records into the model, pooling them over all chains (``lax.pmean`` over the
 ``"chain"`` axis; for PDHAMS with a dense W: the sums XᵀX and XᵀY of PD eq. 38, see
 :func:`pooled_dense_fit`), and the main kernel starts from the explorer's position. The rest of the
 warm-up runs the main kernel with the fitted model; after warm-up the model is frozen and
-returned in the run's ``params``, so the kept draws come from a fixed kernel.
+returned in the run's ``params``, so the kept draws come from a fixed kernel. The model is
+the same for every chain and is held once (:class:`~gradmc.base.Shared`), not per chain.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from gradmc.adapt.preconditioner import pool_chains
-from gradmc.base import BoundSampler
+from gradmc.base import BoundSampler, Shared
 
 __all__ = ["ExploreFitState", "explore_then_fit_sampler", "pooled_dense_fit"]
 
@@ -34,8 +35,8 @@ class ExploreFitState(NamedTuple):
         The explorer's warm-up state.
     kernel : Any
         The main kernel's state (started afresh when the model is fitted).
-    model : Any
-        The fitted model (a placeholder before the fit).
+    model : Shared
+        The fitted model (a placeholder before the fit), held once for all chains.
     moves, gradient_changes : jax.Array
         The recorded Δs and Δ∇f, ``(num_history, d)``.
     fitted : jax.Array
@@ -44,7 +45,7 @@ class ExploreFitState(NamedTuple):
 
     explorer: Any
     kernel: Any
-    model: Any
+    model: Shared
     moves: jax.Array
     gradient_changes: jax.Array
     fitted: jax.Array
@@ -95,8 +96,8 @@ def explore_then_fit_sampler(
     stats_fn : callable
         ``stats_fn(state, info) -> StepStats`` of the main kernel.
     params_of : callable
-        ``params_of(model) -> dict`` returned with the run (what was learned); it holds the
-        model itself under ``"model"``, which the kept kernel uses.
+        ``params_of(model) -> dict`` returned with the run (what was learned, held once for
+        all chains); it holds the model itself under ``"model"``, which the kept kernel uses.
     """
     fit_at = int(num_warmup) // 2
     history = max(min(int(num_history), fit_at), 1)
@@ -108,7 +109,7 @@ def explore_then_fit_sampler(
         return ExploreFitState(
             explorer.init(key_explorer, position),
             kernel_init(key_kernel, position),
-            placeholder_model,
+            Shared(placeholder_model),
             zeros,
             zeros,
             jnp.bool_(False),
@@ -127,10 +128,11 @@ def explore_then_fit_sampler(
 
     def switch(key, ws):
         started = kernel_init(key, explorer.position(ws.explorer))
-        return ws._replace(model=fit(ws.moves, ws.gradient_changes), kernel=started, fitted=jnp.bool_(True))
+        model = Shared(fit(ws.moves, ws.gradient_changes))
+        return ws._replace(model=model, kernel=started, fitted=jnp.bool_(True))
 
     def run_kernel(key, ws):
-        state, info = kernel(key, ws.kernel, ws.model)
+        state, info = kernel(key, ws.kernel, ws.model.value)
         return ws._replace(kernel=state), stats_fn(state, info)
 
     def warmup_step(key, ws, t):
@@ -139,10 +141,10 @@ def explore_then_fit_sampler(
         return jax.lax.cond(t < fit_at, lambda w: explore(key_step, w, t), lambda w: run_kernel(key_step, w), ws)
 
     def finalize(ws):
-        return ws.kernel, params_of(ws.model)
+        return ws.kernel, Shared(params_of(ws.model.value))
 
     def step(key, state, params):
-        state, info = kernel(key, state, params["model"])
+        state, info = kernel(key, state, params.value["model"])
         return state, stats_fn(state, info)
 
     def position(state):

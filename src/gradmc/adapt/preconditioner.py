@@ -13,9 +13,10 @@
 * :func:`adapt_gamma` — Algorithm F.5 (AdaptGamma), maximising the mean L1 jump.
 * :func:`learning_sampler` — Algorithm F.4 as a warm-up: collect the burn-in history for
   ``fit_at`` steps, fit M, then AdaptGamma every ``refit_interval`` steps with a decaying
-  rate. Statistics are pooled across chains (``lax.pmean`` over the runner's ``"chain"``
-  axis) when that axis exists, else each chain adapts on its own history. Adaptation stops
-  at ``finalize``; the kept chain is a fixed PAVG kernel.
+  rate. Statistics are pooled across chains (``lax.pmean``/``all_gather`` over the runner's
+  ``"chain"`` axis) when that axis exists, else each chain adapts on its own history; the
+  model learned from them is held once for all chains. Adaptation stops at ``finalize``;
+  the kept chain is a fixed PAVG kernel.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.base import BoundSampler
+from gradmc.base import BoundSampler, Shared
 
 __all__ = [
     "PAVGPreconditioner",
@@ -39,6 +40,9 @@ __all__ = [
     "choose_candidate",
     "adapt_gamma",
     "pool_chains",
+    "gather_chains",
+    "PooledModel",
+    "HISTORY_FLOATS",
     "learning_sampler",
     "DEFAULTS",
 ]
@@ -125,6 +129,21 @@ def from_data(samples, kind: str = "covariance") -> np.ndarray:
     raise ValueError(f"kind must be 'covariance' or 'precision', got {kind!r}")
 
 
+def gather_chains(x):
+    """``x`` of every chain stacked, ``(num_chains, ...)``, when the runner's ``"chain"`` axis
+    exists (else ``x[None]``): held once, so products over chains are one matrix product.
+
+    Parameters
+    ----------
+    x : jax.Array
+        A per-chain array.
+    """
+    try:
+        return jax.lax.all_gather(x, "chain")
+    except NameError:
+        return x[None]
+
+
 def pool_chains(x):
     """Mean over the runner's ``"chain"`` axis when it exists (else ``x`` itself).
 
@@ -199,25 +218,39 @@ def adapt_gamma(gamma, gamma_old, rate, a_new, a_old):
     return new_gamma, gamma
 
 
-class LearningState(NamedTuple):
-    """The warm-up state of :func:`learning_sampler`: the kernel's state, the current
-    preconditioner, the fitted M's eigendecomposition, γ and AdaptGamma's bookkeeping,
-    and the burn-in history that M is fitted to.
+#: The most burn-in moves a chain keeps for the least-squares scale of App. F.1 hold at
+#: most this many floats (n per move): every move when n ≤ 1,048, the last ones above.
+HISTORY_FLOATS = 2**20
+
+
+class PooledModel(NamedTuple):
+    """What :func:`learning_sampler` learns from all chains together (held once, in
+    :class:`~gradmc.base.Shared`): the current preconditioner, the fitted M's
+    eigendecomposition, γ and AdaptGamma's bookkeeping, and the pooled sums M is fitted to.
     """
 
-    kernel: NamedTuple
     precond: PAVGPreconditioner
     eigvecs: jax.Array  # eigendecomposition of the fitted M (γ = 1)
     eigvals: jax.Array
     gamma: jax.Array
     gamma_old: jax.Array
     rate: jax.Array
-    deltas: jax.Array  # (fit_at, n) burn-in history of moves
-    ys: jax.Array  # (fit_at,) residuals of eq. 37
-    sum_s: jax.Array
-    sum_ss: jax.Array
-    window_sum: jax.Array
+    sum_s: jax.Array  # Σ over steps of the chain mean of s
+    sum_ss: jax.Array  # Σ over steps of the chain mean of s sᵀ
     prev_window_mean: jax.Array
+
+
+class LearningState(NamedTuple):
+    """The warm-up state of :func:`learning_sampler`: one chain's kernel state, its recent
+    burn-in moves and residuals (for γ0 of eqs 36–37) and jump sum, and the model learned
+    from all chains (:class:`PooledModel`, held once).
+    """
+
+    kernel: NamedTuple
+    deltas: jax.Array  # (history, n) the chain's last burn-in moves
+    ys: jax.Array  # (history,) their residuals of eq. 37
+    window_sum: jax.Array
+    pooled: Shared
 
 
 def learning_sampler(
@@ -237,6 +270,11 @@ def learning_sampler(
     decay: float = DEFAULTS["decay"],
 ) -> BoundSampler:
     """PAVG warm-up of Algorithm F.4 around ``kernel(key, state, precond) -> (state, info)``.
+
+    M, its eigendecomposition and the sums it is fitted to exist once for all chains
+    (:class:`~gradmc.base.Shared`): the mean and second moment are pooled each step by one
+    product of the chains' positions (``all_gather``), and the least-squares scale γ0 of
+    App. F.1 pools each chain's last ``min(fit_at, HISTORY_FLOATS // n)`` moves.
 
     Parameters
     ----------
@@ -270,25 +308,33 @@ def learning_sampler(
     """
     learn = M is None
     fit_at = min(int(num_fit), int(num_warmup) // 2) if learn else 0
-    base = jnp.zeros((dim, dim), jnp.float32) if learn else jnp.asarray(M, jnp.float32)
-    eigvals0, eigvecs0 = jnp.linalg.eigh(base)
-    n_hist = max(fit_at, 1)
+    # on the host, once: as constants of the compiled warm-up they would be folded slowly
+    if learn:  # M = 0
+        eigvals0, eigvecs0 = np.zeros(dim, np.float32), np.eye(dim, dtype=np.float32)
+    else:
+        eigvals0, eigvecs0 = (v.astype(np.float32) for v in np.linalg.eigh(np.asarray(M, np.float64)))
+    precond0 = from_eigh(eigvecs0, eigvals0, step_size if initial_step_size is None else initial_step_size)
+    n_hist = max(min(fit_at, HISTORY_FLOATS // max(int(dim), 1)), 1)
+    first_recorded = fit_at - n_hist
 
     def init(key, position):
-        return LearningState(
-            kernel=kernel_init(key, position),
-            precond=from_eigh(eigvecs0, eigvals0, step_size if initial_step_size is None else initial_step_size),
+        pooled = PooledModel(
+            precond=precond0,
             eigvecs=eigvecs0,
             eigvals=eigvals0,
             gamma=jnp.float32(1.0),
             gamma_old=jnp.float32(1.0),
             rate=jnp.float32(adapt_rate),
+            sum_s=jnp.zeros((dim,), jnp.float32),
+            sum_ss=jnp.zeros((dim, dim) if learn else (1, 1), jnp.float32),
+            prev_window_mean=jnp.float32(0.0),
+        )
+        return LearningState(
+            kernel=kernel_init(key, position),
             deltas=jnp.zeros((n_hist, dim), jnp.float32),
             ys=jnp.zeros((n_hist,), jnp.float32),
-            sum_s=jnp.zeros((dim,), jnp.float32),
-            sum_ss=jnp.zeros((dim, dim), jnp.float32),
             window_sum=jnp.float32(0.0),
-            prev_window_mean=jnp.float32(0.0),
+            pooled=Shared(pooled),
         )
 
     def record(ws, old, new, t):
@@ -296,40 +342,50 @@ def learning_sampler(
         delta = s - old.position.ravel()
         y = new.logdensity - old.logdensity - jnp.dot(old.grad.ravel(), delta)
         keep = t < fit_at
+        slot = jnp.where(t >= first_recorded, t - first_recorded, n_hist)  # out of range: dropped
+        positions = gather_chains(s)  # (chains, n), held once
+        pooled = ws.pooled.value
+        pooled = pooled._replace(
+            sum_s=pooled.sum_s + jnp.where(keep, positions.mean(0), 0.0),
+            sum_ss=pooled.sum_ss + jnp.where(keep, positions.T @ positions / positions.shape[0], 0.0),
+        )
         return ws._replace(
-            deltas=ws.deltas.at[t].set(delta, mode="drop"),
-            ys=ws.ys.at[t].set(jnp.where(jnp.isfinite(y), y, 0.0), mode="drop"),
-            sum_s=ws.sum_s + jnp.where(keep, s, 0.0),
-            sum_ss=ws.sum_ss + jnp.where(keep, jnp.outer(s, s), 0.0),
+            deltas=ws.deltas.at[slot].set(delta, mode="drop"),
+            ys=ws.ys.at[slot].set(jnp.where(jnp.isfinite(y), y, 0.0), mode="drop"),
+            pooled=Shared(pooled),
         )
 
     def fit(ws):
-        mean = pool_chains(ws.sum_s) / fit_at
-        cov = pool_chains(ws.sum_ss) / fit_at - jnp.outer(mean, mean)
+        pooled = ws.pooled.value
+        mean = pooled.sum_s / fit_at
+        cov = pooled.sum_ss / fit_at - jnp.outer(mean, mean)
         cov = 0.5 * (cov + cov.T)
         precision = jnp.linalg.pinv(cov, hermitian=True)
         fitted = choose_candidate([cov, precision], ws.deltas, ws.ys)
         vals, vecs = jnp.linalg.eigh(fitted)
-        return ws._replace(
+        pooled = pooled._replace(
             eigvecs=vecs,
             eigvals=vals,
             gamma=jnp.float32(1.0),
             gamma_old=jnp.float32(1.0),
             precond=from_eigh(vecs, vals, step_size),
         )
+        return ws._replace(pooled=Shared(pooled))
 
     def adapt_step(ws, a_new):
-        gamma, gamma_old = adapt_gamma(ws.gamma, ws.gamma_old, ws.rate, a_new, ws.prev_window_mean)
-        return ws._replace(
+        pooled = ws.pooled.value
+        gamma, gamma_old = adapt_gamma(pooled.gamma, pooled.gamma_old, pooled.rate, a_new, pooled.prev_window_mean)
+        pooled = pooled._replace(
             gamma=gamma,
             gamma_old=gamma_old,
-            rate=ws.rate * decay,
-            precond=from_eigh(ws.eigvecs, gamma * ws.eigvals, step_size),
+            rate=pooled.rate * decay,
+            precond=from_eigh(pooled.eigvecs, gamma * pooled.eigvals, step_size),
         )
+        return ws._replace(pooled=Shared(pooled))
 
     def warmup_step(key, ws, t):
         old = ws.kernel
-        new, info = kernel(key, old, ws.precond)
+        new, info = kernel(key, old, ws.pooled.value.precond)
         ws = ws._replace(kernel=new, window_sum=ws.window_sum + info.jump)
         count = t + 1
         if learn:
@@ -340,18 +396,21 @@ def learning_sampler(
         if adapt:
             ready = window_end & (count > fit_at) & (count >= 2 * refit_interval)
             ws = jax.lax.cond(ready, adapt_step, lambda w, a: w, ws, a_new)
+        pooled = ws.pooled.value
         ws = ws._replace(
             window_sum=jnp.where(window_end, 0.0, ws.window_sum),
-            prev_window_mean=jnp.where(window_end, a_new, ws.prev_window_mean),
+            pooled=Shared(pooled._replace(prev_window_mean=jnp.where(window_end, a_new, pooled.prev_window_mean))),
         )
-        return ws, stats_fn(new, info, ws.gamma)
+        return ws, stats_fn(new, info, ws.pooled.value.gamma)
 
     def finalize(ws):
-        return ws.kernel, {"step_size": jnp.asarray(step_size, jnp.float32), "precond": ws.precond, "gamma": ws.gamma}
+        pooled = ws.pooled.value
+        params = {"step_size": jnp.asarray(step_size, jnp.float32), "precond": pooled.precond, "gamma": pooled.gamma}
+        return ws.kernel, Shared(params)
 
     def step(key, state, params):
-        state, info = kernel(key, state, params["precond"])
-        return state, stats_fn(state, info, params["gamma"])
+        state, info = kernel(key, state, params.value["precond"])
+        return state, stats_fn(state, info, params.value["gamma"])
 
     def position(state):
         return state.kernel.position if isinstance(state, LearningState) else state.position

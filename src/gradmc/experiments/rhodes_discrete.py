@@ -285,7 +285,7 @@ def run_timed(
         return _compiled(jax.jit(fn), keys.chain, states, params, jnp.int32(0))
 
     def init(bound):
-        return jax.jit(jax.vmap(bound.init))(keys.init, starts)
+        return jax.jit(lambda init_keys, x: loop.init_states(bound, init_keys, x))(keys.init, starts)
 
     burn_seconds, done = 0.0, 0
     bound = sampler.bind(target, PROBE_WARMUP)
@@ -304,9 +304,9 @@ def run_timed(
         states, _, dt = _run_blocks(warm, keys.chain, states, None, done, (num_warmup - done) // chunk, chunk)
         burn_seconds += dt
         done = num_warmup
-        states, params = jax.jit(jax.vmap(bound.finalize))(states)
+        states, params = jax.jit(loop.finalize_fn(bound))(states)
     else:
-        states, params = jax.jit(jax.vmap(bound.finalize))(init(bound))
+        states, params = jax.jit(loop.finalize_fn(bound))(init(bound))
     axes, params = loop.shared_axes(params)
     run, dt = compile_chunk(bound, loop.draw_step_fn(bound, axes), states, params)
     compile_s += dt

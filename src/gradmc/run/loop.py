@@ -4,15 +4,21 @@
   keys of the starting positions (``fold_in(root, 1)``) and of the samplers' ``init``
   (``fold_in(root, 2)``); the key of chain ``c`` at global step ``t`` is
   ``fold_in(chain_key[c], t)`` (:func:`step_keys`). The same seed therefore gives
-  bit-identical draws whatever the chunk size, the device count, or a resume.
-* Chains are ``vmap``ped with the axis name ``"chain"`` (:func:`warmup_step_fn`,
-  :func:`draw_step_fn`), so a warm-up may pool statistics with ``lax.pmean``.
+  bit-identical draws whatever the chunk size, the device count, or a resume (a model pooled
+  over chains in warm-up agrees across device counts to rounding error: sums over sharded
+  chains are taken in an order that depends on the number of devices).
+* Chains are ``vmap``ped with the axis name ``"chain"`` (:func:`init_states`,
+  :func:`warmup_step_fn`, :func:`finalize_fn`, :func:`draw_step_fn`), so a warm-up may pool
+  statistics with ``lax.pmean``; parts of a state wrapped in :class:`~gradmc.base.Shared`
+  are held once for all chains (:func:`chain_axes`).
 * :func:`chunk_function` runs ``length`` recorded iterations as one ``lax.scan``.
-* :func:`shared_axes` passes parameters equal in every chain once, not per chain.
+* :func:`shared_axes` passes parameters equal in every chain once, not per chain;
+  :func:`per_chain_view` shows shared parameters per chain again, without copies.
 * :func:`run_chains` is a whole run (warm-up, then kept steps) as one jittable function.
 
 Nothing here touches the host (no timing, no progress, no files: see :mod:`gradmc.run.sampling`)
-except :func:`check_num_warmup`, the warm-up length check every driver shares.
+except :func:`check_num_warmup`, the warm-up length check every driver shares, and
+:func:`per_chain_view`, which reads finished parameters back.
 """
 
 from __future__ import annotations
@@ -24,18 +30,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.base import BoundSampler, StepStats
+from gradmc.base import BoundSampler, Shared, StepStats
 
 __all__ = [
     "check_num_warmup",
     "RunKeys",
     "run_keys",
     "step_keys",
+    "chain_axes",
+    "init_states",
     "warmup_step_fn",
+    "finalize_fn",
     "draw_step_fn",
     "chunk_function",
     "chunk_lengths",
     "shared_axes",
+    "per_chain_view",
     "run_chains",
 ]
 
@@ -102,9 +112,53 @@ def step_keys(chain_keys: jax.Array, t) -> jax.Array:
     return jax.vmap(jax.random.fold_in, (0, None))(chain_keys, t)
 
 
+def _is_shared(node) -> bool:
+    return isinstance(node, Shared)
+
+
+def chain_axes(tree):
+    """The ``vmap`` axes of a pytree of chain states or parameters: 0 (a leading chain axis)
+    for every leaf, none for the parts wrapped in :class:`~gradmc.base.Shared`.
+
+    Parameters
+    ----------
+    tree : pytree
+        States or parameters of all chains (or of one chain).
+    """
+    return jax.tree.map(lambda node: Shared(None) if _is_shared(node) else 0, tree, is_leaf=_is_shared)
+
+
+def _one_chain(tree):
+    """Shapes of one chain's part of ``tree``: the chain axis dropped, shared parts as they are."""
+
+    def shape(node):
+        if _is_shared(node):
+            return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), node)
+        return jax.ShapeDtypeStruct(node.shape[1:], node.dtype)
+
+    return jax.tree.map(shape, tree, is_leaf=_is_shared)
+
+
+def init_states(bound: BoundSampler, init_keys, positions):
+    """The warm-up states of all chains, ``bound.init`` ``vmap``ped (shared parts made once).
+
+    Parameters
+    ----------
+    bound : BoundSampler
+        The sampler bound to its target.
+    init_keys : jax.Array
+        ``(num_chains,)`` keys of ``bound.init``.
+    positions : jax.Array
+        ``(num_chains, *event_shape)`` starts.
+    """
+    single = jax.eval_shape(bound.init, init_keys[0], positions[0])
+    return jax.vmap(bound.init, out_axes=chain_axes(single))(init_keys, positions)
+
+
 def warmup_step_fn(bound: BoundSampler) -> Callable:
     """``step(keys, states, t, params) -> (states, stats)``: one warm-up step of every chain
-    (``params`` is unused: warm-up states carry what they adapt).
+    (``params`` is unused: warm-up states carry what they adapt; their shared parts are
+    passed once).
 
     Parameters
     ----------
@@ -114,9 +168,29 @@ def warmup_step_fn(bound: BoundSampler) -> Callable:
 
     def step(keys, states, t, params):
         del params
-        return jax.vmap(bound.warmup_step, in_axes=(0, 0, None), axis_name="chain")(keys, states, t)
+        axes = chain_axes(states)
+        return jax.vmap(bound.warmup_step, in_axes=(0, axes, None), out_axes=(axes, 0), axis_name="chain")(
+            keys, states, t
+        )
 
     return step
+
+
+def finalize_fn(bound: BoundSampler) -> Callable:
+    """``finalize(states) -> (kernel states, params)``: ``bound.finalize`` of every chain, with
+    the shared parts of the warm-up states and of the parameters held once.
+
+    Parameters
+    ----------
+    bound : BoundSampler
+        The sampler bound to its target.
+    """
+
+    def finalize(states):
+        out_axes = chain_axes(jax.eval_shape(bound.finalize, _one_chain(states)))
+        return jax.vmap(bound.finalize, in_axes=(chain_axes(states),), out_axes=out_axes, axis_name="chain")(states)
+
+    return finalize
 
 
 def draw_step_fn(bound: BoundSampler, axes) -> Callable:
@@ -201,17 +275,44 @@ def chunk_lengths(total: int, size: int) -> list[int]:
 
 
 def shared_axes(params):
-    """``(axes, params)`` with parameters equal in every chain (a learned, chain-pooled
-    preconditioner, a shared step size) taken once (axis ``None``) instead of per chain (0),
-    so the kernel uses one matrix for all chains instead of a batch of copies.
+    """``(axes, params)`` with parameters equal in every chain (a shared step size) taken once
+    (axis ``None``) instead of per chain (0), so the kernel uses one value for all chains
+    instead of a batch of copies; parts wrapped in :class:`~gradmc.base.Shared` are already
+    held once.
 
     Parameters
     ----------
     params : pytree
-        Adapted parameters with a leading chain axis.
+        Adapted parameters with a leading chain axis (shared parts without).
     """
-    axes = jax.tree.map(lambda x: None if x.ndim and np.all(np.asarray(x) == np.asarray(x)[:1]) else 0, params)
-    return axes, jax.tree.map(lambda x, a: x[0] if a is None else x, params, axes)
+
+    def axis(node):
+        if _is_shared(node):
+            return Shared(None)
+        return None if node.ndim and np.all(np.asarray(node) == np.asarray(node)[:1]) else 0
+
+    axes = jax.tree.map(axis, params, is_leaf=_is_shared)
+    return axes, jax.tree.map(lambda x, a: x[0] if a is None else x, params, axes, is_leaf=_is_shared)
+
+
+def per_chain_view(params, num_chains: int):
+    """``params`` on the host with every :class:`~gradmc.base.Shared` part shown per chain:
+    each of its arrays broadcast to a leading chain axis without copying (a read-only view).
+
+    Parameters
+    ----------
+    params : pytree
+        Adapted parameters, shared parts wrapped in :class:`~gradmc.base.Shared`.
+    num_chains : int
+        The length of the chain axis to show.
+    """
+
+    def view(node):
+        if not _is_shared(node):
+            return node
+        return jax.tree.map(lambda x: np.broadcast_to(np.asarray(x), (num_chains, *np.shape(x))), node.value)
+
+    return jax.tree.map(view, jax.device_get(params), is_leaf=_is_shared)
 
 
 def run_chains(
@@ -237,15 +338,15 @@ def run_chains(
     observe : callable
         ``observe(states, stats)``, recorded at each kept step.
     """
-    states = jax.vmap(bound.init)(init_keys, positions)
+    states = init_states(bound, init_keys, positions)
     warm = warmup_step_fn(bound)
 
     def warm_one(states, t):
         return warm(step_keys(chain_keys, t), states, t, None)[0], None
 
     states, _ = jax.lax.scan(warm_one, states, jnp.arange(num_warmup))
-    states, params = jax.vmap(bound.finalize)(states)
-    draw = draw_step_fn(bound, 0)
+    states, params = finalize_fn(bound)(states)
+    draw = draw_step_fn(bound, chain_axes(params))
 
     def draw_one(states, t):
         states, stats = draw(step_keys(chain_keys, num_warmup + t), states, t, params)

@@ -4,7 +4,9 @@ Chains are ``vmap``ped (axis name ``"chain"``) and, when several devices are pre
 sharded over them along the chain axis; steps run as ``lax.scan`` over chunks, and the host
 sees the chains only at chunk boundaries (progress bar, checkpoint, streaming). The key of
 chain ``c`` at global step ``t`` is ``fold_in(chain_key[c], t)``, so the same seed gives
-bit-identical draws whatever the chunk size, the device count, or a resume.
+bit-identical draws whatever the chunk size, the device count, or a resume (except that a
+model pooled over chains in warm-up, PAVG's M or PDHAMS's W, is summed over devices in an
+order that depends on their number, so it agrees across device counts to rounding error).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from gradmc.base import BoundSampler, Sampler, Target
+from gradmc.base import BoundSampler, Sampler, Shared, Target
 from gradmc.checks import check_positive
 from gradmc.diagnostics.health import emit_warnings
 from gradmc.extended import pseudo_extended, resample_extended
@@ -37,6 +39,9 @@ from gradmc.run.loop import (
     chunk_function,
     chunk_lengths,
     draw_step_fn,
+    finalize_fn,
+    init_states,
+    per_chain_view,
     run_keys,
     shared_axes,
     warmup_step_fn,
@@ -218,8 +223,17 @@ class _Placement(NamedTuple):
         return tree[self.chains] if self.sharding is None else jax.device_put(tree[self.chains], self.sharding)
 
     def reshard(self, tree):
-        """A tree of this process's chains (e.g. reloaded from disk), on their devices."""
-        return tree if self.sharding is None else jax.device_put(tree, self.sharding)
+        """A tree of this process's chains (e.g. reloaded from disk), on their devices; its
+        :class:`~gradmc.base.Shared` parts (no chain axis) on every device.
+        """
+        if self.sharding is None:
+            return jax.device_put(tree)
+        replicated = NamedSharding(self.sharding.mesh, PartitionSpec())
+
+        def put(node):
+            return jax.device_put(node, replicated if isinstance(node, Shared) else self.sharding)
+
+        return jax.tree.map(put, tree, is_leaf=lambda node: isinstance(node, Shared))
 
 
 def _index_space(target: Target, keep: Callable | None) -> DiscreteSpace | None:
@@ -430,6 +444,9 @@ class _PhaseRunner:
                     fn = jax.jit(chunk_function(spec.step_fn, spec.observer, spec.thinning, length))
                     compiled[length] = fn.lower(self.chain_keys, states, params, jnp.int32(0)).compile()
                 self.timing["compile_s"] += time.perf_counter() - t0
+                shardings = jax.tree.map(lambda x: x.sharding, states)
+            # the placement the chunk was compiled for (a no-op unless the compiler moved a part)
+            states = jax.device_put(states, shardings)
             t0 = time.perf_counter()
             first = jnp.int32(spec.first_step + iterations * spec.thinning)
             states, out = compiled[length](self.chain_keys, states, params, first)
@@ -460,7 +477,7 @@ class _PhaseRunner:
         :class:`RunInterrupted`, which says how far the run got, instead of ``KeyboardInterrupt``.
         """
         try:
-            finalize = jax.jit(jax.vmap(bound.finalize))
+            finalize = jax.jit(finalize_fn(bound))
             kernel_template, params_template = jax.eval_shape(finalize, warm_states)
             warmup = _Phase(warmup_step_fn(bound), num_warmup, 0, 1, None, warm_states, None)
             phase, done, states, params = self.resume(placement, warm_states, kernel_template, params_template)
@@ -518,7 +535,7 @@ def _trace(
         space=target.space if indices else None,
         stats=Trace.flatten_stats(draw_stats),
         warmup_stats=Trace.flatten_stats(warm_stats) if warm_stats is not None else {},
-        params=jax.device_get(params),
+        params=per_chain_view(params, runner.chain_keys.shape[0]),
         seed=int(seed),
         thinning=thinning,
         timing=runner.timing,
@@ -662,7 +679,9 @@ def sample(
     keys = run_keys(seed, num_chains)
     chain_keys = placement.place(keys.chain)
     positions = placement.place(initial_positions(target, num_chains, keys.positions, init))
-    warm_states = jax.jit(jax.vmap(bound.init))(placement.place(keys.init), positions)
+    warm_states = placement.reshard(
+        jax.jit(lambda init_keys, starts: init_states(bound, init_keys, starts))(placement.place(keys.init), positions)
+    )
     size = _chunk_size_fn(chunk_size, progress, checkpoint)
     draw_bytes = _bytes_per_iteration(keep, target, num_chains)
     store = None
