@@ -8,11 +8,13 @@ Exactness with the adapted parameters is tested against enumeration in
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import gradmc
 from gradmc.discrete.samplers import TARGET_ACCEPT
+from gradmc.spaces import Binary
 
 WARMUP, DRAWS, CHAINS = 1500, 1000, 4
 
@@ -128,5 +130,7 @@ def test_pdhams_learning_needs_warmup():
 
 
 def test_pdhams_refuses_to_learn_a_huge_dense_w():
-    with pytest.raises(ValueError, match="dense second-order model W"):
-        gradmc.sampler("v-pdhams").bind(gradmc.target("discs-bernoulli", shape=3000), 1000)
+    d = 2500  # above the dense limit, and every pair of coordinates interacts: no sparse pattern either
+    target = gradmc.Target("all-pairs", lambda x: 0.01 * jnp.sum(x) ** 2, Binary(d))
+    with pytest.raises(ValueError, match="dense second-order model W only up to"):
+        gradmc.sampler("v-pdhams").bind(target, 1000)

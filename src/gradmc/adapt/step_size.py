@@ -159,6 +159,7 @@ def step_size_sampler(
     *,
     parameter: str = "step_size",
     kept_value: Callable | None = None,
+    init_with_key: bool = False,
     **kernel_params,
 ) -> BoundSampler:
     """A :class:`~gradmc.base.BoundSampler` for ``kernel(key, state, logdensity_fn, step_size, **kernel_params)``.
@@ -174,7 +175,8 @@ def step_size_sampler(
     name : str
         The sampler's name.
     kernel_init : callable
-        ``kernel_init(position, logdensity_fn) -> state``.
+        ``kernel_init(position, logdensity_fn) -> state``, or
+        ``kernel_init(position, logdensity_fn, key)`` with ``init_with_key``.
     kernel : callable
         The kernel, BlackJAX's signature.
     logdensity_fn : callable
@@ -190,6 +192,9 @@ def step_size_sampler(
         The name of the adapted parameter in ``params`` (default ``"step_size"``).
     kept_value : callable, optional
         ``kept_value(final) -> value`` of the parameter after warm-up (default: as is).
+    init_with_key : bool
+        Pass the chain's key to ``kernel_init`` (a state that starts with a random draw,
+        e.g. HAMS's momentum).
     **kernel_params
         Further keyword arguments of ``kernel``.
     """
@@ -200,8 +205,8 @@ def step_size_sampler(
     rule = rule or StepSizeRule(lambda s: jnp.asarray(s, jnp.float32), lambda s, a: s, lambda s: s, lambda s: s)
 
     def init(key, position):
-        del key
-        return StepSizeWarmupState(kernel_init(position, logdensity_fn), rule.init(initial_step_size))
+        state = kernel_init(position, logdensity_fn, key) if init_with_key else kernel_init(position, logdensity_fn)
+        return StepSizeWarmupState(state, rule.init(initial_step_size))
 
     def warmup_step(key, wstate, t):
         del t

@@ -26,6 +26,11 @@ Special cases of the one kernel (§7.9, §11), with the preconditioner W, D, L o
 * **V-/O-DHAMS**: W = 0, D = δ⁻² I, L = δ⁻¹ I and φ_PDHAMS = φ_DHAMS / δ;
 * **PAVG** (variance form, §6.3): ε = 0, φ = 0, β = 1.
 
+With a sparse W by diagonals (:class:`~gradmc.discrete.second_order.StructuredPreconditioner`,
+§8.7; φ = 0 only) L is d × (E + d) and the state holds v = L u ~ N(0, W + D) instead of u:
+v_m = −ε v + √(1−ε²) L ζ (ζ ∈ R^(E+d)), v' = v_m − (W + D)Δ and
+|u'|² − |m|² = −2 Δᵀ v_m + Δᵀ(W + D)Δ, so L⁻¹ is never needed.
+
 The vanilla proposal and its score use the shared factorised-proposal routine
 (:func:`gradmc.discrete.proposals.factorised_sample`, ``factorised_logprob``) and ζ is drawn
 with :func:`gradmc.random.normal`, as PAVG draws them, so the §7.9 reductions hold with the
@@ -49,8 +54,15 @@ from gradmc import random
 from gradmc.base import SamplingAlgorithm, Target
 from gradmc.checks import is_concrete
 from gradmc.discrete import proposals
-from gradmc.discrete.proposals import DiscreteInfo, factorised_logits, factorised_logprob, factorised_sample
-from gradmc.discrete.second_order import HamsPreconditioner, check_delta
+from gradmc.discrete.proposals import DiscreteInfo, factorised_logprob, factorised_sample
+from gradmc.discrete.second_order import (
+    HamsPreconditioner,
+    StructuredPreconditioner,
+    check_delta,
+    momentum_shape,
+    structured_l_product,
+    structured_w_product,
+)
 from gradmc.spaces import Categorical, DiscreteSpace
 
 __all__ = [
@@ -64,6 +76,7 @@ __all__ = [
     "init",
     "build_kernel",
     "as_top_level_api",
+    "check_structured_phi",
     "DHAMS_SETTINGS",
 ]
 
@@ -121,6 +134,22 @@ def check_space(target: Target) -> DiscreteSpace:
     return space
 
 
+def check_structured_phi(phi) -> None:
+    """``ValueError`` unless φ = 0 (a number): a :class:`~gradmc.discrete.second_order.StructuredPreconditioner`
+    has no L⁻¹, which the gradient correction φ L⁻¹ρ of PD eq. 32 needs (§8.7).
+
+    Parameters
+    ----------
+    phi : float
+        The gradient correction φ.
+    """
+    if not is_concrete(phi) or float(phi) != 0.0:
+        raise ValueError(
+            f"a sparse (structured) W has no L⁻¹, which the gradient correction needs: it runs with phi = 0 only "
+            f"(got phi = {phi}); pass phi=0, or a dense W= to use phi != 0"
+        )
+
+
 # -- discrete over-relaxation (§2), float64 -----------------------------------------------------
 #
 # The value axis comes first and is unrolled (K is small and static): the float64 CDF is one
@@ -138,9 +167,24 @@ def _cumulative64(logits):
     resolve anyway (~1e-16 / β, §2.2). Only the sums are float64; they keep T_β accurate
     down to that resolution. F = S / S_K is formed only for picked cells.
     """
-    rows = jnp.moveaxis(logits, -1, 0)  # value axis first: the K rows are contiguous
+    return _cumulative64_rows(jnp.moveaxis(logits, -1, 0))  # value axis first: the K rows are contiguous
+
+
+def _cumulative64_rows(rows):
+    """:func:`_cumulative64` of the logits given value axis first, (K, ...)."""
     weights = jnp.exp(rows - jnp.max(rows, axis=0)).astype(jnp.float64)
     return jnp.stack(list(itertools.accumulate(weights)))  # K static: unrolled (XLA's CPU cumsum is slower)
+
+
+def _logit_rows(a, b, space: DiscreteSpace):
+    """The logits of :func:`~gradmc.discrete.proposals.factorised_logits` value axis first,
+    (K, d), row k = a v_k + b v_k² with the same operations, so the same numbers: built this
+    way they need no transpose (which XLA's CPU code makes several times slower than the
+    float64 CDF itself).
+    """
+    v = jnp.asarray(space.values, a.dtype)
+    b = jnp.asarray(b, a.dtype)
+    return jnp.stack([a * v[k] + b * v[k] * v[k] for k in range(space.num_values)])
 
 
 def _bounds(cumulative, k):
@@ -274,8 +318,10 @@ def or_sample(key, i, logits, beta):
 # -- the kernel ----------------------------------------------------------------------------------
 
 
-def init(position, logdensity_fn: Callable, rng_key=None, momentum=None) -> HamsState:
-    """State at ``position`` with u ~ N(0, I) from ``rng_key`` (or the given ``momentum``).
+def init(position, logdensity_fn: Callable, rng_key=None, momentum=None, precond=None) -> HamsState:
+    """State at ``position`` with u ~ N(0, I) from ``rng_key`` (or the given ``momentum``);
+    for a :class:`~gradmc.discrete.second_order.StructuredPreconditioner` ``precond`` the
+    state holds v = L u ~ N(0, W + D) instead (§8.7).
 
     Parameters
     ----------
@@ -287,13 +333,19 @@ def init(position, logdensity_fn: Callable, rng_key=None, momentum=None) -> Hams
         Key of the momentum draw (needed unless ``momentum`` is given).
     momentum : array_like, optional
         The momentum u.
+    precond : StructuredPreconditioner, optional
+        The sparse model whose v = L u the state holds (only needed for it).
     """
     position = jnp.asarray(position, jnp.result_type(float))
     logdensity, grad = jax.value_and_grad(logdensity_fn)(position)
     if momentum is None:
         if rng_key is None:
             raise ValueError("init needs rng_key (to draw the momentum) or momentum")
-        momentum = jax.random.normal(rng_key, position.shape, position.dtype)
+        if isinstance(precond, StructuredPreconditioner):
+            noise = jax.random.normal(rng_key, momentum_shape(precond, position.shape[-1]), position.dtype)
+            momentum = structured_l_product(precond, noise)
+        else:
+            momentum = jax.random.normal(rng_key, position.shape, position.dtype)
     return HamsState(position, jnp.asarray(momentum, position.dtype), logdensity, grad)
 
 
@@ -308,6 +360,10 @@ def build_kernel(beta: float = 1.0):
     W Δ, and the stored momentum one more (u' = L⁻¹(L u'); m − LᵀΔ + φL⁻¹ρ would take two).
     The product with the stored L⁻¹ beats a triangular solve with a Cholesky L (half the
     flops, but XLA's CPU solve is ~10× slower for 100 chains). Everything else is O(d K).
+
+    With a :class:`~gradmc.discrete.second_order.StructuredPreconditioner` (φ = 0 only,
+    §8.7) the state's momentum is v = L u, and L ζ and (W + D)Δ are shifted elementwise
+    products, O(d · len(offsets)); L⁻¹ is never needed.
 
     Parameters
     ----------
@@ -327,11 +383,18 @@ def build_kernel(beta: float = 1.0):
         epsilon,
         phi,
     ):
+        structured = isinstance(precond, StructuredPreconditioner)
         key_ref, key_prop, key_mh = jax.random.split(rng_key, 3)
         s, u = state.position, state.momentum
-        zeta = random.normal(key_ref, s.shape, s.dtype)  # PAVG's generator: the same random numbers (§7.9)
-        m = -epsilon * u + jnp.sqrt(1.0 - epsilon**2) * zeta  # = −u⁻ in law (§7.3–7.4)
-        Lm = _apply(precond.L, m)
+        if structured:  # the momentum scheme of §7.2: the state holds v = L u (§8.7)
+            check_structured_phi(phi)
+            zeta = random.normal(key_ref, momentum_shape(precond, s.shape[-1]), s.dtype)
+            noise = structured_l_product(precond, zeta)
+            Lm = -epsilon * u + jnp.sqrt(1.0 - epsilon**2) * noise  # L m, m = −u⁻ in law
+        else:
+            zeta = random.normal(key_ref, s.shape, s.dtype)  # PAVG's generator: the same random numbers (§7.9)
+            m = -epsilon * u + jnp.sqrt(1.0 - epsilon**2) * zeta  # = −u⁻ in law (§7.3–7.4)
+            Lm = _apply(precond.L, m)
         a_f, b = state.grad + precond.D * s + Lm, -0.5 * precond.D  # Q(·; a, D): a_j x − D_j x²/2 (§1)
         if beta == 1.0:
             s_new, _, log_q_f = factorised_sample(key_prop, a_f, b, space)
@@ -339,27 +402,35 @@ def build_kernel(beta: float = 1.0):
             index = space.to_index(s)
             bits = _or_bits(key_prop, index.shape)
             with jax.enable_x64(True):
-                cumulative_f = _cumulative64(factorised_logits(a_f, b, space))
+                cumulative_f = _cumulative64_rows(_logit_rows(a_f, b, space))
                 new_index, t_f = _or_propose64(bits, index, cumulative_f, jnp.float64(beta))
             s_new = space.from_index(new_index)
         s_new = s_new.astype(s.dtype)
         f_new, g_new = jax.value_and_grad(logdensity_fn)(s_new)
         delta = s_new - s
-        W_delta = _apply(precond.W, delta)
-        rho = g_new - state.grad - W_delta
-        Lu_new = -(W_delta + precond.D * delta) + Lm + phi * rho  # = L u' (PD eq. 32)
-        u_new = _apply(precond.L_inv, Lu_new)
+        if structured:  # φ = 0: L u' = L m − (W + D)Δ (PD eq. 31) and |u'|² − |m|² = −2 Δᵀ L m + Δᵀ(W + D)Δ
+            WD_delta = structured_w_product(precond, delta) + precond.D * delta
+            Lu_new = u_new = Lm - WD_delta
+            kinetic = (jnp.sum(delta * Lm) - 0.5 * jnp.sum(delta * WD_delta),)
+        else:
+            W_delta = _apply(precond.W, delta)
+            rho = g_new - state.grad - W_delta
+            Lu_new = -(W_delta + precond.D * delta) + Lm + phi * rho  # = L u' (PD eq. 32)
+            u_new = _apply(precond.L_inv, Lu_new)
+            kinetic = (-0.5 * jnp.sum(u_new**2), 0.5 * jnp.sum(m**2))
         a_b = g_new + precond.D * s_new + Lu_new
         if beta == 1.0:
             log_proposal = factorised_logprob(s, a_b, b, space) - log_q_f
-        else:  # PD eq. 37, in float64; T_β(i | l) in the backward reference
+        else:  # PD eq. 37: T_β in float64, T_β(i | l) in the backward reference; the log of
+            # each ratio in the chain's dtype (XLA's CPU float64 log is ~10× slower)
             with jax.enable_x64(True):
-                cumulative_b = _cumulative64(factorised_logits(a_b, b, space))
+                cumulative_b = _cumulative64_rows(_logit_rows(a_b, b, space))
                 t_b = _transition64(*_bounds(cumulative_b, new_index), *_bounds(cumulative_b, index), jnp.float64(beta))
-                log_proposal = jnp.sum(jnp.log(t_b) - jnp.log(t_f)).astype(s.dtype)
+                log_proposal = jnp.sum(jnp.log((t_b / t_f).astype(s.dtype)))
         proposed = HamsState(s_new, u_new, f_new, g_new)
-        flipped = HamsState(s, m, state.logdensity, state.grad)  # kept on rejection: the momentum flips
-        log_correction = (-0.5 * jnp.sum(u_new**2), 0.5 * jnp.sum(m**2), log_proposal)  # PD eq. 37, in this order
+        # kept on rejection: the momentum flips
+        flipped = HamsState(s, Lm if structured else m, state.logdensity, state.grad)
+        log_correction = (*kinetic, log_proposal)  # PD eq. 37, in this order
         return proposals.metropolis(key_mh, state, proposed, log_correction, rejected=flipped)
 
     return kernel
@@ -376,8 +447,8 @@ def as_top_level_api(
         The target's log density f.
     space : gradmc.spaces.DiscreteSpace
         A scalar-valued discrete space.
-    precond : gradmc.discrete.second_order.HamsPreconditioner
-        W, D, L, L⁻¹.
+    precond : HamsPreconditioner or StructuredPreconditioner
+        W, D, L, L⁻¹; or a sparse W by diagonals (φ = 0 only).
     epsilon : float
         The auto-regression ε ∈ [0, 1).
     phi : float
@@ -386,6 +457,13 @@ def as_top_level_api(
         The over-relaxation β ∈ (0, 1].
     """
     check_hyper(epsilon, beta)
+    start = init
+    if isinstance(precond, StructuredPreconditioner):
+        check_structured_phi(phi)
+
+        def start(position, logdensity_fn, rng_key=None):
+            return init(position, logdensity_fn, rng_key, precond=precond)
+
     return build_sampling_algorithm(
-        build_kernel(beta), init, logdensity_fn, kernel_args=(space, precond, epsilon, phi), pass_rng_key_to_init=True
+        build_kernel(beta), start, logdensity_fn, kernel_args=(space, precond, epsilon, phi), pass_rng_key_to_init=True
     )

@@ -26,12 +26,13 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from gradmc.adapt import sparse_model
 from gradmc.adapt.learned_model import explore_then_fit_sampler, pooled_dense_fit
 from gradmc.adapt.preconditioner import DEFAULTS as LEARNING_DEFAULTS
 from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
 from gradmc.adapt.step_size import rule_by_name, step_size_sampler
 from gradmc.base import BoundSampler, SamplingAlgorithm, Target
-from gradmc.checks import check_positive, check_positive_param, check_radius, check_symmetric
+from gradmc.checks import check_positive, check_positive_param, check_radius, check_symmetric, is_concrete
 from gradmc.discrete import avg, block_gibbs, gibbs, gwg, hams, lattice_metropolis, ncg, pavg, uniform
 from gradmc.discrete.proposals import check_space, fixed_sampler, stats
 from gradmc.discrete.second_order import (
@@ -89,11 +90,20 @@ def _step_size_stats(state, info, params):
 TARGET_ACCEPT = 0.574
 
 
+def _warmup_rule(adapt, target_accept, num_warmup):
+    """The warm-up rule called ``adapt`` (:func:`~gradmc.adapt.step_size.rule_by_name`), or
+    None when nothing adapts (``adapt=None`` or no warm-up steps); bad options raise
+    ``ValueError`` either way.
+    """
+    rule = rule_by_name(adapt, target_accept)
+    return rule if int(num_warmup) > 0 else None
+
+
 def _first_order_sampler(name: str, module: ModuleType, target: Target, num_warmup, step_size, adapt, target_accept):
     """NCG or AVG: ε adapted in warm-up by ``adapt`` towards ``target_accept``, then frozen."""
     space = check_space(target, name)
     step_size = check_positive_param(f"{name.upper()} step size ε", step_size)
-    rule = rule_by_name(adapt, target_accept) if int(num_warmup) > 0 else None
+    rule = _warmup_rule(adapt, target_accept, num_warmup)
     kernel = module.build_kernel()
     return step_size_sampler(
         name,
@@ -289,7 +299,7 @@ def _gwg_sampler(name: str, target: Target, num_warmup, radius, num_flips, max_f
     radius = check_radius(radius)
     check_positive("num_flips", num_flips, integer=True)
     check_positive("max_flips", max_flips, integer=True)
-    rule = rule_by_name(adapt, target_accept) if int(num_warmup) > 0 else None
+    rule = _warmup_rule(adapt, target_accept, num_warmup)
     most = min(int(max_flips), space.d) if rule is not None else int(num_flips)
     if int(num_flips) > most:
         raise ValueError(f"num_flips must be at most max_flips = {max_flips} and the number of coordinates {space.d}")
@@ -391,34 +401,81 @@ def build_ordinal_gwg(
     return _gwg_sampler("ordinal-gwg", target, num_warmup, radius, num_flips, max_flips, adapt, target_accept)
 
 
+#: The acceptance rate MH-uniform's radius aims at in warm-up: every coordinate moves at
+#: once, a random walk in d dimensions, whose optimal acceptance tends to 0.234 as d grows
+#: (Roberts, Gelman & Gilks 1997).
+RANDOM_WALK_ACCEPT = 0.234
+#: The acceptance rate the lattice Metropolis's radius aims at: one coordinate moves, a
+#: one-dimensional random walk, whose optimal acceptance is 0.44 (Gelman, Roberts & Gilks 1996).
+SINGLE_SITE_ACCEPT = 0.44
+
+
+def _radius_sampler(name: str, module: ModuleType, target: Target, space, num_warmup, radius, adapt, target_accept):
+    """MH-uniform or the lattice Metropolis with radius r; with ``adapt`` the radius is
+    adapted in warm-up as a real value towards ``target_accept`` (a larger radius is
+    accepted less often) and frozen, rounded to an integer in {1, …, k − 1}, after; the
+    kernel takes the rounded radius as a traced value.
+    """
+    radius = check_radius(radius)
+    rule = _warmup_rule(adapt, target_accept, num_warmup)
+    kernel = module.build_kernel()
+    largest = space.num_values - 1
+
+    def rounded(value):
+        return jnp.clip(jnp.round(value), 1, largest).astype(jnp.int32)
+
+    def radius_stats(state, info, radius):
+        return stats(state, info, num_grad_evals=0, extra={"radius": jnp.asarray(radius, jnp.float32)})
+
+    if rule is None:
+        return fixed_sampler(
+            name,
+            lambda key, position: module.init(position, target.logdensity_fn),
+            lambda key, state, radius: kernel(key, state, target.logdensity_fn, space, radius),
+            {"radius": radius},
+            lambda state, info, params: radius_stats(state, info, params["radius"]),
+        )
+    return step_size_sampler(
+        name,
+        module.init,
+        lambda key, state, logdensity_fn, value: kernel(key, state, logdensity_fn, space, rounded(value)),
+        target.logdensity_fn,
+        float(radius),
+        rule,
+        lambda state, info, value: radius_stats(state, info, rounded(value)),
+        parameter="radius",
+        kept_value=rounded,
+    )
+
+
 @_register(
-    "mh-uniform", "Metropolis-Hastings, uniform proposal on the hypercube of radius r (Rhodes & Gutmann 2022, App. G)"
+    "mh-uniform",
+    "Metropolis-Hastings, uniform proposal on the hypercube of radius r (Rhodes & Gutmann 2022, App. G); "
+    "r adapted in warm-up",
 )
-def build_mh_uniform(target: Target, num_warmup: int, radius=1):
-    """MH-uniform (:mod:`gradmc.discrete.uniform`).
+def build_mh_uniform(
+    target: Target, num_warmup: int, radius=1, adapt="dual_averaging", target_accept=RANDOM_WALK_ACCEPT
+):
+    """MH-uniform (:mod:`gradmc.discrete.uniform`), its radius r adapted in warm-up.
 
     Parameters
     ----------
     target : gradmc.base.Target
         A target on a discrete space.
     num_warmup : int
-        Warm-up steps (ordinary steps: nothing adapts).
+        Warm-up steps: r follows ``adapt`` during them and is frozen, rounded, after.
     radius : int
-        r ≥ 1 (2 / 1 for poly2 / poly4 in the paper).
+        r ≥ 1: the first value of the warm-up, or the value used throughout with
+        ``adapt=None`` (2 / 1 for poly2 / poly4 in the paper).
+    adapt : {"dual_averaging", "robbins_monro", None}
+        The warm-up rule (dual averaging of log r towards ``target_accept``, r kept in
+        {1, …, k − 1} for k values per coordinate); None keeps r.
+    target_accept : float
+        The mean acceptance probability aimed at (default 0.234, the optimal acceptance of
+        a random walk that moves every coordinate, Roberts, Gelman & Gilks 1997).
     """
-    del num_warmup
     space = check_space(target, "mh-uniform")
-    radius = check_radius(radius)
-    kernel = uniform.build_kernel()
-    return fixed_sampler(
-        "mh-uniform",
-        lambda key, position: uniform.init(position, target.logdensity_fn),
-        lambda key, state, radius: kernel(key, state, target.logdensity_fn, space, radius),
-        {"radius": radius},
-        lambda state, info, params: stats(
-            state, info, num_grad_evals=0, extra={"radius": params["radius"].astype(jnp.float32)}
-        ),
-    )
+    return _radius_sampler("mh-uniform", uniform, target, space, num_warmup, radius, adapt, target_accept)
 
 
 @_register(
@@ -453,30 +510,35 @@ def build_gibbs(target: Target, num_warmup: int, scan: str = "random"):
 
 @_register(
     "lattice-metropolis",
-    "Metropolis on a lattice (Zhou & Tan 2025): one random coordinate moves by k ~ U{-r..r}; off-lattice rejected",
+    "Metropolis on a lattice (Zhou & Tan 2025): one random coordinate moves by k ~ U{-r..r}; off-lattice rejected; "
+    "r adapted in warm-up",
 )
-def build_lattice_metropolis(target: Target, num_warmup: int, radius=2):
-    """The lattice Metropolis (:mod:`gradmc.discrete.lattice_metropolis`).
+def build_lattice_metropolis(
+    target: Target, num_warmup: int, radius=2, adapt="dual_averaging", target_accept=SINGLE_SITE_ACCEPT
+):
+    """The lattice Metropolis (:mod:`gradmc.discrete.lattice_metropolis`), its radius r
+    adapted in warm-up.
 
     Parameters
     ----------
     target : gradmc.base.Target
         A target on Binary, Spin or Ordinal values.
     num_warmup : int
-        Warm-up steps (ordinary steps: nothing adapts).
+        Warm-up steps: r follows ``adapt`` during them and is frozen, rounded, after.
     radius : int
-        r ≥ 1 (the papers' tuned r = 2 on the discrete Gaussian).
+        r ≥ 1: the first value of the warm-up, or the value used throughout with
+        ``adapt=None`` (the papers' tuned r = 2 on the discrete Gaussian).
+    adapt : {"dual_averaging", "robbins_monro", None}
+        The warm-up rule (dual averaging of log r towards ``target_accept``, r kept in
+        {1, …, k − 1} for k values per coordinate); None keeps r.
+    target_accept : float
+        The mean acceptance probability aimed at (default 0.44, the optimal acceptance of
+        a one-dimensional random walk, Gelman, Roberts & Gilks 1996: a step moves one
+        coordinate).
     """
-    del num_warmup
     space = hams.check_space(target)
-    radius = check_radius(radius)
-    kernel = lattice_metropolis.build_kernel()
-    return fixed_sampler(
-        "lattice-metropolis",
-        lambda key, position: lattice_metropolis.init(position, target.logdensity_fn),
-        lambda key, state, radius: kernel(key, state, target.logdensity_fn, space, radius),
-        {"radius": radius},
-        lambda state, info, params: stats(state, info, num_grad_evals=0),
+    return _radius_sampler(
+        "lattice-metropolis", lattice_metropolis, target, space, num_warmup, radius, adapt, target_accept
     )
 
 
@@ -493,10 +555,13 @@ def _hams_sampler(name, target, space, precond, epsilon, phi, beta, delta) -> Bo
         lambda key, position: hams.init(position, target.logdensity_fn, key),
         lambda key, state, epsilon, phi: kernel(key, state, target.logdensity_fn, space, precond, epsilon, phi),
         {"epsilon": jnp.float32(epsilon), "phi": jnp.float32(phi)},
-        lambda state, info, params: stats(
-            state, info, delta, extra={"log_ratio": jnp.asarray(info.log_ratio, jnp.float32)}
-        ),
+        lambda state, info, params: _hams_stats(state, info, delta),
     )
+
+
+def _hams_stats(state, info, delta):
+    """A HAMS step's statistics: δ as its step size, and the log MH ratio."""
+    return stats(state, info, delta, extra={"log_ratio": jnp.asarray(info.log_ratio, jnp.float32)})
 
 
 def _given_w(target: Target, W) -> np.ndarray | None:
@@ -505,56 +570,129 @@ def _given_w(target: Target, W) -> np.ndarray | None:
     return None if W is None else check_w(W, hams.check_space(target).dim)
 
 
+#: DHAMS's δ in warm-up stays below this multiple of the span of the values: beyond it
+#: the reference's quadratic term (x − y)²/(2δ²) is negligible, so a larger δ changes
+#: nothing, and an acceptance rate that stays above the target cannot push δ to overflow.
+MAX_DELTA_PER_SPAN = 100.0
+
+
+def _adapted_dhams_sampler(name, target: Target, space, rule, delta, epsilon, phi_pdhams, beta) -> BoundSampler:
+    """DHAMS whose δ follows ``rule`` in warm-up (from ``delta``) and is frozen after; ε, β
+    and the PDHAMS φ (= φ_DHAMS / δ, §7.9) stay fixed. The preconditioner of the current δ
+    (diagonal, :func:`~gradmc.discrete.second_order.dhams_preconditioner`) is rebuilt each
+    step.
+    """
+    kernel = hams.build_kernel(beta)
+    largest = MAX_DELTA_PER_SPAN * float(space.values[-1] - space.values[0])
+
+    def capped(delta):
+        return jnp.minimum(delta, largest)
+
+    def step(key, state, logdensity_fn, delta):
+        precond = dhams_preconditioner(capped(delta), space.dim)
+        return kernel(key, state, logdensity_fn, space, precond, epsilon, phi_pdhams)
+
+    return step_size_sampler(
+        name,
+        hams.init,
+        step,
+        target.logdensity_fn,
+        float(delta),
+        rule,
+        lambda state, info, delta: _hams_stats(state, info, capped(delta)),
+        parameter="delta",
+        kept_value=capped,
+        init_with_key=True,
+    )
+
+
 def _dhams_builder(name, beta_default, settings):
     delta0, eps0, _, phi0 = settings
 
-    def build(target: Target, num_warmup: int, delta=delta0, epsilon=eps0, phi=phi0, beta=beta_default):
-        del num_warmup
+    def build(
+        target: Target,
+        num_warmup: int,
+        delta=delta0,
+        epsilon=eps0,
+        phi=phi0,
+        beta=beta_default,
+        adapt="dual_averaging",
+        target_accept=TARGET_ACCEPT,
+    ):
         space = hams.check_space(target)
         hams.check_hyper(epsilon, beta, delta)
-        precond = dhams_preconditioner(delta, space.dim)
-        return _hams_sampler(name, target, space, precond, epsilon, float(phi) / float(delta), beta, delta)
+        phi_pdhams = float(phi) / float(delta)
+        rule = _warmup_rule(adapt, target_accept, num_warmup)
+        if rule is None:
+            precond = dhams_preconditioner(delta, space.dim)
+            return _hams_sampler(name, target, space, precond, epsilon, phi_pdhams, beta, delta)
+        return _adapted_dhams_sampler(name, target, space, rule, delta, epsilon, phi_pdhams, beta)
 
-    build.__doc__ = f"""{name.upper()} (:mod:`gradmc.discrete.hams` with W = 0, D = δ⁻² I, L = δ⁻¹ I); the defaults are
-    the DHAMS code's discrete-Gaussian values.
+    build.__doc__ = f"""{name.upper()} (:mod:`gradmc.discrete.hams` with W = 0, D = δ⁻² I, L = δ⁻¹ I), δ adapted in
+    warm-up.
+
+    The warm-up runs Zhou & Tan's Algorithm 5 (PD Supplement G; docs/discrete-hams.md §9) as
+    far as it can run online: ε and β stay fixed, δ follows dual averaging of log δ towards
+    ``target_accept`` (a larger δ is accepted less often) and is frozen after, and φ/δ — the
+    PDHAMS φ of §7.9, the size of the gradient correction relative to D — is held at its
+    starting value. Algorithm 5 chooses φ by the ESS of whole runs, which a warm-up cannot
+    compare, so φ/δ keeps the DHAMS code's calibrated ratio ({phi0} / {delta0}) unless ``phi``
+    or ``delta`` are given: a compromise, as ``phi=0`` does better on DISCS's Ising model and
+    worse on the discrete Gaussian and poly2 (docs/samplers.md, "Tuning in warm-up").
+    ``adapt=None`` runs the values given (by default the DHAMS code's discrete-Gaussian
+    settings) throughout.
 
     Parameters
     ----------
     target : gradmc.base.Target
         A target on Binary, Spin or Ordinal values.
     num_warmup : int
-        Warm-up steps (ordinary steps: nothing adapts).
+        Warm-up steps: δ follows ``adapt`` during them and is frozen after.
     delta : float
-        The step size δ > 0 (default {delta0}).
+        The step size δ > 0: the first value of the warm-up, or the value used throughout
+        with ``adapt=None`` (default {delta0}).
     epsilon : float
         The auto-regression ε ∈ [0, 1) (default {eps0}).
     phi : float
-        The gradient correction φ in the DHAMS parametrisation (default {phi0}).
+        The gradient correction φ in the DHAMS parametrisation, at the starting δ (default
+        {phi0}); while δ adapts, φ/δ is held.
     beta : float
         The over-relaxation β ∈ (0, 1] (default {beta_default}).
+    adapt : {{"dual_averaging", "robbins_monro", None}}
+        The warm-up rule for δ (towards ``target_accept``); None keeps δ.
+    target_accept : float
+        The mean acceptance probability aimed at (default 0.574, as NCG's).
     """
     return build
 
 
-_register("v-dhams", "vanilla discrete HAMS (Zhou & Tan, DHAMS): δ, ε, φ; β = 1")(
+_register("v-dhams", "vanilla discrete HAMS (Zhou & Tan, DHAMS): δ adapted in warm-up; ε, φ/δ fixed; β = 1")(
     _dhams_builder("v-dhams", 1.0, hams.DHAMS_SETTINGS["v-dhams"])
 )
-_register("o-dhams", "over-relaxed discrete HAMS (Zhou & Tan, DHAMS): δ, ε, φ, β < 1")(
+_register("o-dhams", "over-relaxed discrete HAMS (Zhou & Tan, DHAMS): δ adapted in warm-up; ε, φ/δ, β < 1 fixed")(
     _dhams_builder("o-dhams", 0.1, hams.DHAMS_SETTINGS["o-dhams"])
 )
 
 
 #: Exploring steps whose moves the learned W is fitted from (per chain, pooled over chains).
 W_HISTORY = 500
-#: The largest dimension for which W is learned: a dense W, its factors and the move history
-#: take about 4 d² + 2 · 500 d floats per chain.
+#: The largest dimension for which W is learned dense: a dense W, its factors and the move
+#: history take about 4 d² + 2 · 500 d floats per chain. Above it W is learned sparse (§8.7).
 MAX_LEARNED_W_DIM = 2000
+#: Exploring steps a sparse W is fitted from: 50 · 100 chains give 5,000 moves for the few
+#: unknowns of each row, in 2 · 50 · d floats per chain.
+SPARSE_W_HISTORY = 50
 
 
 def _learned_w_sampler(name, target: Target, num_warmup, delta, epsilon, phi, beta) -> BoundSampler:
     """PDHAMS whose W is learned in warm-up (:mod:`gradmc.adapt.learned_model`): NCG, adapting
     its step size, explores the first half; W is the gradient regression of PD eq. 38 on the
-    pooled moves of all chains, D and L follow (§8.4, §8.5); the second half runs PDHAMS.
+    pooled moves of all chains, D and L follow; the second half runs PDHAMS.
+
+    Up to d = :data:`MAX_LEARNED_W_DIM` W is dense (D by §8.4, L by §8.5). Above it W is
+    sparse on the Hessian's pattern (:mod:`gradmc.adapt.sparse_model`, at most
+    :data:`~gradmc.adapt.sparse_model.MAX_OFFSETS` diagonals), with the Gershgorin D and the
+    edge factor L (§8.7; φ = 0 only).
     """
     if int(num_warmup) < 200:
         raise ValueError(
@@ -564,28 +702,53 @@ def _learned_w_sampler(name, target: Target, num_warmup, delta, epsilon, phi, be
     space = hams.check_space(target)
     f = target.logdensity_fn
     d = space.dim
-    if d > MAX_LEARNED_W_DIM:
-        raise ValueError(
-            f"{name} learns a dense second-order model W in warm-up, which needs about {4 * d * d * 4 / 1e9:.1f} GB "
-            f"per chain for d = {d} (learned only up to d = {MAX_LEARNED_W_DIM}); pass W= (e.g. from "
-            "gradmc.tuning.calibration.calibrate_w) or use ncg, gwg or pavg"
-        )
     explorer = _first_order_sampler("ncg", ncg, target, num_warmup, 0.5, "dual_averaging", TARGET_ACCEPT)
     hams_kernel = hams.build_kernel(beta)
-    eye = jnp.eye(d, dtype=jnp.float32)
+    common = dict(
+        kernel=lambda key, state, precond: hams_kernel(key, state, f, space, precond, epsilon, phi),
+        stats_fn=lambda state, info: stats(state, info, delta),
+    )
+    if d <= MAX_LEARNED_W_DIM:
+        eye = jnp.eye(d, dtype=jnp.float32)
+        return explore_then_fit_sampler(
+            name,
+            explorer,
+            lambda explorer_state: explorer_state.kernel.grad,
+            num_warmup,
+            d,
+            num_history=W_HISTORY,
+            fit=pooled_dense_fit(lambda xtx, xty: traced_pdhams_preconditioner(fit_w_from_sums(xtx, xty), delta)),
+            placeholder_model=HamsPreconditioner(0.0 * eye, jnp.ones(d, jnp.float32), eye, eye),
+            kernel_init=lambda key, position: hams.init(position, f, key),
+            params_of=lambda precond: {"model": precond, "W": precond.W},
+            **common,
+        )
+    if not is_concrete(phi) or float(phi) != 0.0:
+        raise ValueError(
+            f"{name} learns a sparse W for d = {d} > {MAX_LEARNED_W_DIM}, which runs with phi = 0 only "
+            f"(got phi = {phi}); pass phi=0, or a dense W= to use phi != 0"
+        )
+    pattern = sparse_model.hessian_pattern(f, space)
+    if pattern is None:
+        raise ValueError(
+            f"{name} learns a dense second-order model W only up to d = {MAX_LEARNED_W_DIM} (about "
+            f"{4 * d * d * 4 / 1e9:.1f} GB per chain for d = {d}), and above it a sparse W whose Hessian pattern "
+            f"has at most {sparse_model.MAX_OFFSETS} distinct index offsets; this target's Hessian has more. "
+            "Pass W= (e.g. from gradmc.tuning.calibration.calibrate_w) or use ncg, gwg or pavg"
+        )
+    placeholder = sparse_model.placeholder_model(pattern, d, delta)
     return explore_then_fit_sampler(
         name,
         explorer,
         lambda explorer_state: explorer_state.kernel.grad,
         num_warmup,
         d,
-        num_history=W_HISTORY,
-        fit=pooled_dense_fit(lambda xtx, xty: traced_pdhams_preconditioner(fit_w_from_sums(xtx, xty), delta)),
-        placeholder_model=HamsPreconditioner(0.0 * eye, jnp.ones(d, jnp.float32), eye, eye),
-        kernel_init=lambda key, position: hams.init(position, f, key),
-        kernel=lambda key, state, precond: hams_kernel(key, state, f, space, precond, epsilon, phi),
-        stats_fn=lambda state, info: stats(state, info, delta),
-        params_of=lambda precond: {"model": precond, "W": precond.W},
+        num_history=SPARSE_W_HISTORY,
+        fit=sparse_model.pooled_structured_fit(pattern, delta),
+        placeholder_model=placeholder,
+        kernel_init=lambda key, position: hams.init(position, f, key, precond=placeholder),
+        params_of=sparse_model.summary,
+        **common,
     )
 
 
@@ -614,9 +777,11 @@ def _pdhams_builder(name, beta_default, eps_default, phi_default):
         With a given W the warm-up steps are ordinary steps.
     W : array_like, optional
         The second-order model (default: the target's ``metadata['W']``, else learned in
-        warm-up).
+        warm-up: dense up to d = 2,000, above it sparse on the Hessian's pattern with
+        φ = 0 only, docs/discrete-hams.md §8.7).
     delta : float
-        The step size δ > 0: D = (δ − λ_min W) I.
+        The step size δ > 0: D = (δ − λ_min W) I (a learned sparse W: the Gershgorin
+        D_i = δ − W_ii + Σ_j |w_ij|).
     epsilon : float
         The auto-regression ε ∈ [0, 1) (default {eps_default}).
     phi : float

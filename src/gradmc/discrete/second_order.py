@@ -19,11 +19,20 @@ algorithm statement, docs/discrete-hams.md §7–§8).
   :func:`make_preconditioner`, :func:`pdhams_preconditioner` (PDHAMS and PAVG's variance
   form) and :func:`dhams_preconditioner` (DHAMS as PDHAMS, §7.9).
 
-Everything but :func:`dhams_preconditioner` runs once, on the host, outside the jitted kernels.
+* :class:`StructuredPreconditioner` — a sparse W stored by diagonals, with the Gershgorin
+  D_i = δ − W_ii + Σ_j |w_ij| and the non-square edge factor L (d × (E + d)), for large d
+  (§8.7): :func:`structured_preconditioner`, the products :func:`structured_w_product`,
+  :func:`structured_l_product`, :func:`structured_lt_product`, and
+  :func:`structured_to_dense` for checks.
+
+Everything but :func:`dhams_preconditioner` and the structured model (traced inside the
+learning warm-up) runs once, on the host, outside the jitted kernels.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -49,6 +58,14 @@ __all__ = [
     "moment_sums",
     "fit_w_from_sums",
     "traced_pdhams_preconditioner",
+    "StructuredPreconditioner",
+    "structured_w_product",
+    "structured_l_product",
+    "structured_lt_product",
+    "momentum_shape",
+    "edge_mask",
+    "structured_preconditioner",
+    "structured_to_dense",
 ]
 
 #: Below this condition number of W + D, L is the Cholesky factor (§8.5).
@@ -360,3 +377,181 @@ def traced_pdhams_preconditioner(W, delta) -> HamsPreconditioner:
     lam, U = jnp.linalg.eigh(W + jnp.diag(D))
     root = jnp.sqrt(jnp.maximum(lam, delta * 1e-6))
     return HamsPreconditioner(W, D, U * root, (U / root).T)
+
+
+# -- a sparse W stored by diagonals, with a non-square factor L (docs/discrete-hams.md §8.7) ------
+
+
+@partial(
+    jax.tree_util.register_dataclass,
+    data_fields=("W_diag", "W_off", "D", "L_off", "L_cross", "L_diag"),
+    meta_fields=("offsets",),
+)
+@dataclass(frozen=True)
+class StructuredPreconditioner:
+    """A sparse symmetric W stored by diagonals (DIA format), its Gershgorin D and the
+    non-square edge factor L (d × (E + d)) with L Lᵀ = W + D (§8.7).
+
+    ``W_off[k, i] = W[i, i + offsets[k]]`` (0 where i + o ≥ d or (i, i + o) is no edge).
+    Column e = (i, i + o) of L is √|w_e| (e_i + sign(w_e) e_{i+o}); the last d columns are
+    √c_i e_i. The momentum is shaped (len(offsets) + 1, d): one row per offset (its edge
+    columns) and one for the diagonal columns. Products with W, L and Lᵀ are shifted
+    elementwise products (:func:`structured_w_product`, :func:`structured_l_product`,
+    :func:`structured_lt_product`).
+
+    Parameters
+    ----------
+    offsets : tuple of int
+        The positive index offsets of the stored diagonals (static).
+    W_diag : jax.Array
+        The diagonal of W, (d,).
+    W_off : jax.Array
+        The upper diagonals of W, (len(offsets), d).
+    D : jax.Array
+        The diagonal shift, (d,).
+    L_off, L_cross : jax.Array
+        √|w| and sign(w) √|w| of the edge columns, (len(offsets), d).
+    L_diag : jax.Array
+        √c of the diagonal columns, (d,).
+    """
+
+    offsets: tuple[int, ...]
+    W_diag: jax.Array
+    W_off: jax.Array
+    D: jax.Array
+    L_off: jax.Array
+    L_cross: jax.Array
+    L_diag: jax.Array
+
+
+def _up(x, o: int):
+    """y[..., i] = x[..., i + o], 0 beyond the end (static slice and pad: no gather)."""
+    if o == 0:
+        return x
+    pad = [(0, 0)] * (x.ndim - 1) + [(0, o)]
+    return jnp.pad(x[..., o:], pad)
+
+
+def _down(x, o: int):
+    """y[..., i] = x[..., i − o], 0 before the start."""
+    if o == 0:
+        return x
+    pad = [(0, 0)] * (x.ndim - 1) + [(o, 0)]
+    return jnp.pad(x[..., :-o], pad)
+
+
+# The products shift by jnp.roll: the stored diagonals are 0 where i + o ≥ d, so what wraps
+# around is multiplied by 0 (and XLA's CPU code for a roll vectorises where a zero-padded
+# shift by a large offset, fused with the random normals, does not).
+
+
+def structured_w_product(model: StructuredPreconditioner, x):
+    """W x for a (d,) vector x."""
+    out = model.W_diag * x
+    for k, o in enumerate(model.offsets):
+        out = out + model.W_off[k] * jnp.roll(x, -o, axis=-1) + jnp.roll(model.W_off[k] * x, o, axis=-1)
+    return out
+
+
+def structured_l_product(model: StructuredPreconditioner, u):
+    """L u for a momentum u shaped (len(offsets) + 1, d)."""
+    out = model.L_diag * u[-1]
+    for k, o in enumerate(model.offsets):
+        out = out + model.L_off[k] * u[k] + jnp.roll(model.L_cross[k] * u[k], o, axis=-1)
+    return out
+
+
+def structured_lt_product(model: StructuredPreconditioner, y):
+    """Lᵀ y for a (d,) vector y, shaped (len(offsets) + 1, d)."""
+    rows = [model.L_off[k] * y + model.L_cross[k] * jnp.roll(y, -o, axis=-1) for k, o in enumerate(model.offsets)]
+    return jnp.stack(rows + [model.L_diag * y])
+
+
+def momentum_shape(model, dim: int) -> tuple[int, ...]:
+    """The shape of the HAMS momentum for ``model``: (d,) for a square L, (len(offsets) + 1, d)
+    for a :class:`StructuredPreconditioner`.
+
+    Parameters
+    ----------
+    model : HamsPreconditioner or StructuredPreconditioner
+        The second-order model.
+    dim : int
+        d.
+    """
+    if isinstance(model, StructuredPreconditioner):
+        return (len(model.offsets) + 1, int(dim))
+    return (int(dim),)
+
+
+def edge_mask(offsets, dim: int, mask=None):
+    """The (len(offsets), d) mask of the stored diagonals: (i, i + o) lies inside the matrix
+    and, when ``mask`` is given, is an edge of it.
+
+    Parameters
+    ----------
+    offsets : tuple of int
+        The positive offsets.
+    dim : int
+        d.
+    mask : array_like, optional
+        (len(offsets), d) booleans: which (i, i + o) are edges.
+    """
+    inside = np.arange(int(dim))[None, :] + np.asarray(offsets, dtype=np.int64).reshape(-1, 1) < int(dim)
+    return inside if mask is None else inside & np.asarray(mask, bool).reshape(inside.shape)
+
+
+def structured_preconditioner(W_diag, W_off, offsets, delta) -> StructuredPreconditioner:
+    """The model of a sparse W by diagonals with the Gershgorin shift (§8.7):
+    D_i = δ − W_ii + Σ_j |w_ij|, so W + D = Σ_edges |w_e| v_e v_eᵀ + δ I ⪰ δ I and
+    L = [√|w_e| v_e | √δ e_i], v_e = e_i + sign(w_e) e_j. Traceable (float32).
+
+    Parameters
+    ----------
+    W_diag : array_like
+        The diagonal of W, (d,).
+    W_off : array_like
+        ``W_off[k, i] = W[i, i + offsets[k]]``, (len(offsets), d); entries with i + o ≥ d
+        are ignored.
+    offsets : tuple of int
+        Distinct positive offsets (static).
+    delta : float
+        δ > 0.
+    """
+    offsets = tuple(int(o) for o in offsets)
+    if any(o <= 0 for o in offsets) or len(set(offsets)) != len(offsets):
+        raise ValueError(f"offsets must be distinct positive integers, got {offsets}")
+    W_diag = jnp.asarray(W_diag, jnp.float32)
+    d = W_diag.shape[0]
+    W_off = jnp.asarray(W_off, jnp.float32).reshape(len(offsets), d) * edge_mask(offsets, d)
+    absolute = jnp.abs(W_off)
+    row_sums = jnp.zeros_like(W_diag)
+    for k, o in enumerate(offsets):
+        row_sums = row_sums + absolute[k] + _down(absolute[k], o)
+    delta = jnp.asarray(delta, jnp.float32)
+    D = delta - W_diag + row_sums
+    root = jnp.sqrt(absolute)
+    return StructuredPreconditioner(
+        offsets, W_diag, W_off, D, root, jnp.sign(W_off) * root, jnp.full_like(W_diag, jnp.sqrt(delta))
+    )
+
+
+def structured_to_dense(model: StructuredPreconditioner) -> tuple[np.ndarray, np.ndarray]:
+    """(W, L) as dense float64 arrays, (d, d) and (d, (len(offsets) + 1) d): for checks on
+    small d.
+
+    Parameters
+    ----------
+    model : StructuredPreconditioner
+        The model.
+    """
+    W_diag = np.asarray(model.W_diag, np.float64)
+    d = W_diag.shape[0]
+    W = np.diag(W_diag)
+    L = np.zeros((d, (len(model.offsets) + 1) * d))
+    L[np.arange(d), len(model.offsets) * d + np.arange(d)] = np.asarray(model.L_diag, np.float64)
+    for k, o in enumerate(model.offsets):
+        i = np.arange(d - o)
+        W[i, i + o] = W[i + o, i] = np.asarray(model.W_off[k], np.float64)[: d - o]
+        L[i, k * d + i] = np.asarray(model.L_off[k], np.float64)[: d - o]
+        L[i + o, k * d + i] = np.asarray(model.L_cross[k], np.float64)[: d - o]
+    return W, L

@@ -1,0 +1,190 @@
+"""The sparse second-order model of the HAMS kernel (docs/discrete-hams.md §8.7): a W stored
+by diagonals with the Gershgorin D and the non-square edge factor L, its Hessian-pattern
+probe and its per-row fit, and the learned sparse path of V-/O-PDHAMS.
+
+* the products W x, L u, Lᵀ y equal the dense ones, L Lᵀ = W + D and D is the Gershgorin shift;
+* exactness of the kernel with a given, inexact sparse W on the 3 × 3 Ising model (512
+  states): long runs of V- and O-PDHAMS within the TV bound; the same test rejects a kernel
+  without the momentum term |u'|² − |m|² of the MH ratio (a test of the test);
+* the probe finds exactly the lattice's diagonals and edges, and the fit recovers the
+  Hessian of the quadratic Ising target from warm-up moves, through ``gradmc.sample`` with
+  no options; kept draws use the frozen model (rejection-free on this quadratic target);
+* φ ≠ 0 with a sparse W, and a Hessian with too many diagonals, are refused.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import gradmc
+import gradmc.discrete.samplers as discrete_samplers
+from gradmc.adapt import sparse_model
+from gradmc.base import Target
+from gradmc.discrete import hams, proposals, second_order
+from gradmc.enumeration import exact_distribution
+from gradmc.spaces import Binary
+from gradmc.testing import assert_tv_within_bound
+
+# -- products and factor ---------------------------------------------------------------------------
+
+
+def random_model(d=11, offsets=(1, 3), delta=0.7, seed=0):
+    rng = np.random.default_rng(seed)
+    W_off = rng.normal(size=(len(offsets), d)) * (rng.random((len(offsets), d)) < 0.7)
+    return second_order.structured_preconditioner(rng.normal(size=d), W_off, offsets, delta)
+
+
+def test_products_match_the_dense_matrices():
+    model = random_model()
+    W, L = second_order.structured_to_dense(model)
+    d = W.shape[0]
+    rng = np.random.default_rng(1)
+    x, u = rng.normal(size=d), rng.normal(size=(3, d))
+    np.testing.assert_allclose(second_order.structured_w_product(model, x), W @ x, atol=1e-5)
+    np.testing.assert_allclose(second_order.structured_l_product(model, u), L @ u.reshape(-1), atol=1e-5)
+    np.testing.assert_allclose(second_order.structured_lt_product(model, x).reshape(-1), L.T @ x, atol=1e-5)
+    D = np.asarray(model.D, np.float64)
+    np.testing.assert_allclose(L @ L.T, W + np.diag(D), atol=1e-5)
+    gershgorin = 0.7 - np.diag(W) + np.abs(W - np.diag(np.diag(W))).sum(axis=1)
+    np.testing.assert_allclose(D, gershgorin, atol=1e-5)
+    assert np.linalg.eigvalsh(W + np.diag(D))[0] >= 0.7 - 1e-5  # W + D ⪰ δ I
+
+
+# -- exactness with a given sparse W on the 3 × 3 Ising model ------------------------------------
+
+ISING = gradmc.target("discs-ising", shape=3)
+F = ISING.logdensity_fn
+SPACE = ISING.space
+EXACT = exact_distribution(F, SPACE.values, SPACE.dim)
+HESSIAN = np.asarray(ISING.metadata["J"]) * 2.0  # J + Jᵀ
+OFFSETS = (1, 3)
+
+
+def given_model(delta=0.5):
+    """The lattice's W scaled by 0.6 with a diagonal added: inexact on purpose, so the MH test matters."""
+    i = np.arange(SPACE.dim)
+    W_off = np.stack([np.where(i + o < i.size, 0.6 * HESSIAN[i, (i + o) % i.size], 0.0) for o in OFFSETS])
+    return second_order.structured_preconditioner(np.full(i.size, -0.3), W_off, OFFSETS, delta)
+
+
+MODEL = given_model()
+
+
+@functools.cache
+def runner(beta, broken=False):
+    """jit(run(s0, keys (C, T)) -> (positions (C, T, d), acceptance)) of the kernel with MODEL."""
+    kernel = hams.build_kernel(beta)
+    original = proposals.metropolis
+
+    def metropolis(key, state, proposed, log_correction, rejected=None):  # without Δᵀv_m − ½Δᵀ(W+D)Δ
+        return original(key, state, proposed, log_correction[1:], rejected=rejected)
+
+    def step(state, key):
+        if broken:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(hams.proposals, "metropolis", metropolis)
+                new, info = kernel(key, state, F, SPACE, MODEL, 0.7, 0.0)
+        else:
+            new, info = kernel(key, state, F, SPACE, MODEL, 0.7, 0.0)
+        return new, (new.position, info.is_accepted)
+
+    @jax.jit
+    def run(s0, init_keys, keys):
+        def chain(s, init_key, keys):
+            state = hams.init(s, F, init_key, precond=MODEL)  # v ~ N(0, W + D): started in equilibrium
+            return jax.lax.scan(step, state, keys)[1]
+
+        return jax.vmap(chain)(s0, init_keys, keys)
+
+    return run
+
+
+def long_run(beta, broken=False, num_chains=64, num_draws=2500, seed=0):
+    key_s, key_u, key_run = jax.random.split(jax.random.key(seed), 3)
+    states = jnp.asarray(EXACT.states(), jnp.float32)
+    s0 = states[jax.random.categorical(key_s, jnp.log(jnp.asarray(EXACT.probs, jnp.float32)), shape=(num_chains,))]
+    draws, accepted = runner(beta, broken)(
+        s0, jax.random.split(key_u, num_chains), jax.random.split(key_run, (num_chains, num_draws))
+    )
+    return np.asarray(draws), float(np.mean(accepted))
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.3], ids=["v-pdhams", "o-pdhams"])
+def test_given_sparse_w_is_exact(beta):
+    draws, acceptance = long_run(beta)
+    assert 0.05 < acceptance < 0.99  # a real MH test happens
+    assert_tv_within_bound(draws, EXACT, p=0.01)
+
+
+def test_exactness_test_detects_a_missing_momentum_term():
+    draws, _ = long_run(1.0, broken=True)
+    with pytest.raises(AssertionError):
+        assert_tv_within_bound(draws, EXACT, p=0.01)
+
+
+# -- the probe, the fit and the learned path --------------------------------------------------------
+
+LATTICE = gradmc.target("discs-ising", shape=(5, 6))  # d = 30: diagonals 1 and 6
+
+
+def test_probe_finds_the_lattice():
+    pattern = sparse_model.hessian_pattern(LATTICE.logdensity_fn, LATTICE.space)
+    assert pattern.offsets == (1, 6)
+    J = np.asarray(LATTICE.metadata["J"])
+    d = J.shape[0]
+    for k, o in enumerate(pattern.offsets):
+        i = np.arange(d - o)
+        np.testing.assert_array_equal(pattern.mask[k, : d - o], J[i, i + o] != 0)
+        assert not pattern.mask[k, d - o :].any()
+
+
+@pytest.fixture(scope="module")
+def learned():
+    """V-PDHAMS with no options on the 5 × 6 lattice, the sparse path forced by a low threshold;
+    the fit sees all 200 exploring steps, so every bond has an end that moved."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
+        patch.setattr(discrete_samplers, "SPARSE_W_HISTORY", 200)
+        return gradmc.sample(LATTICE, "v-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False)
+
+
+def test_learned_sparse_w_is_the_hessian(learned):
+    """On a quadratic f, γ = H Δ exactly: the per-row regressions return the Hessian J + Jᵀ."""
+    model = jax.tree.map(lambda x: np.asarray(x)[0], learned.params["model"])
+    assert isinstance(model, second_order.StructuredPreconditioner) and model.offsets == (1, 6)
+    W, _ = second_order.structured_to_dense(model)
+    J = np.asarray(LATTICE.metadata["J"])
+    np.testing.assert_allclose(W, J + J.T, atol=1e-4 * np.abs(J).max())
+    line = gradmc.report.format_params(learned.params)
+    assert "W_couplings 49" in line and "D_min" in line, line  # 5 · 5 + 4 · 6 bonds
+
+
+def test_kept_draws_use_the_frozen_model(learned):
+    """With the exact W the kernel is rejection-free on this quadratic target (§7.10): a kept
+    step that still explored (NCG, acceptance ≈ 0.57) or used another model would reject."""
+    assert np.all(learned.stats["acceptance_rate"] > 0.999)
+    assert np.all(learned.stats["step_size"] == np.float32(1.0))  # δ
+    assert np.ptp(learned.warmup_stats["step_size"]) > 0  # the explorer adapted in warm-up
+
+
+def test_phi_needs_a_dense_w(monkeypatch):
+    monkeypatch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
+    with pytest.raises(ValueError, match="phi = 0 only"):
+        gradmc.sampler("v-pdhams", phi=-0.5).bind(LATTICE, 400)
+    with pytest.raises(ValueError, match="phi = 0 only"):
+        hams.as_top_level_api(F, SPACE, MODEL, phi=-0.5)
+    state = hams.init(jnp.zeros(SPACE.dim), F, jax.random.key(0), precond=MODEL)
+    with pytest.raises(ValueError, match="phi = 0 only"):  # a traced φ cannot be checked to be 0
+        jax.jit(lambda phi: hams.build_kernel(1.0)(jax.random.key(1), state, F, SPACE, MODEL, 0.7, phi))(0.0)
+
+
+def test_a_dense_hessian_is_refused_above_the_dense_limit(monkeypatch):
+    monkeypatch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
+    dense = Target("dense-quadratic", lambda x: 0.1 * jnp.sum(x) ** 2, Binary(24))
+    with pytest.raises(ValueError, match="more. Pass W="):
+        gradmc.sampler("v-pdhams").bind(dense, 400)
