@@ -6,7 +6,8 @@ its Hamming (binary) or label-L1 (categorical) distance to DISCS's reference sta
 per chain as TensorFlow Probability computes it, averaged over chains
 (:mod:`gradmc.diagnostics.discs`). Every sampler runs with no options at all: its warm-up
 (``num_warmup`` = the discarded half) is where it tunes itself, so the 10,000 steps include
-the tuning. Printed per model and sampler: ESS per step, ESS per 1,000 log-density (and
+the tuning. Printed per model and sampler: ESS per step (± its standard error over the
+chains), ESS per 1,000 log-density (and
 gradient) evaluations as our kernels count them, ESS per second of sampling (compilation
 excluded), the kept acceptance rate and what the warm-up learned.
 
@@ -84,11 +85,13 @@ def run_one(target, sampler: str, chains: int, steps: int, seed: int) -> dict:
         )
     except ValueError as error:  # e.g. a sampler that needs W= or M=
         return {"sampler": sampler, "ESS/step": "n/a", "note": str(error).split(";")[0][:70]}
-    ess = float(discs_ess(np.asarray(trace.draws, np.float64)).mean())
+    per_chain = discs_ess(np.asarray(trace.draws, np.float64))
+    ess = float(per_chain.mean())
     evals = float(np.sum(trace.stats["num_grad_evals"])) / chains
     return {
         "sampler": sampler,
         "ESS/step": ess / (steps - half),
+        "± SE": float(per_chain.std(ddof=1) / np.sqrt(len(per_chain))) / (steps - half),
         "ESS/1k evals": 1000.0 * ess / evals if evals > 0 else "n/a (no gradients)",
         "ESS/s": ess / trace.sampling_seconds,
         "accept": float(np.mean(trace.stats["acceptance_rate"])),

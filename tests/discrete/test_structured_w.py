@@ -104,7 +104,7 @@ def runner(beta, broken=False):
     return run
 
 
-def long_run(beta, broken=False, num_chains=64, num_draws=2500, seed=0):
+def long_run(beta, broken=False, num_chains=32, num_draws=2000, seed=0):
     key_s, key_u, key_run = jax.random.split(jax.random.key(seed), 3)
     states = jnp.asarray(EXACT.states(), jnp.float32)
     s0 = states[jax.random.categorical(key_s, jnp.log(jnp.asarray(EXACT.probs, jnp.float32)), shape=(num_chains,))]
