@@ -275,11 +275,11 @@ def run_timed(
         step from (the history: it begins at the state the burn-in ends in) and the step's
         statistics.
         """
-        position = jax.vmap(bound.position)
 
         def step(step_keys, states, t, params):
             new_states, stats = chain_step(step_keys, states, t, params)
-            return new_states, (position(states), stats)
+            positions = jax.vmap(bound.position, in_axes=(loop.chain_axes(states),))(states)
+            return new_states, (positions, stats)
 
         fn = loop.chunk_function(step, None, 1, chunk)
         return _compiled(jax.jit(fn), keys.chain, states, params, jnp.int32(0))
