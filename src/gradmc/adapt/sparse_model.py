@@ -23,7 +23,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.adapt.preconditioner import pool_chains
-from gradmc.discrete.second_order import StructuredPreconditioner, _down, _up, edge_mask, structured_preconditioner
+from gradmc.discrete.second_order import (
+    StructuredPreconditioner,
+    edge_mask,
+    shift_down,
+    shift_up,
+    structured_preconditioner,
+)
 
 __all__ = [
     "MAX_OFFSETS",
@@ -154,7 +160,7 @@ def slots(offsets) -> tuple[int, ...]:
 
 def _shift(x, s: int):
     """y[..., i] = x[..., i + s] (0 outside), for s of either sign."""
-    return _up(x, s) if s >= 0 else _down(x, -s)
+    return shift_up(x, s) if s >= 0 else shift_down(x, -s)
 
 
 def lags(offsets) -> tuple[int, ...]:
@@ -186,7 +192,7 @@ def structured_sums(moves, gradient_changes, offsets) -> tuple[jax.Array, jax.Ar
     offsets : tuple of int
         The positive offsets.
     """
-    Q = jnp.stack([jnp.sum(moves * _up(moves, r), axis=0) for r in lags(offsets)])
+    Q = jnp.stack([jnp.sum(moves * shift_up(moves, r), axis=0) for r in lags(offsets)])
     B = jnp.stack([jnp.sum(_shift(moves, s) * gradient_changes, axis=0) for s in slots(offsets)])
     return Q, B
 
@@ -246,9 +252,9 @@ def structured_w_from_sums(Q, B, offsets, mask, ridge: float = 1e-6) -> tuple[ja
     coef = jnp.linalg.solve(jnp.moveaxis(A, -1, 0), jnp.moveaxis(B * active, -1, 0)[..., None])[..., 0].T  # (p, d)
     pairs = []
     for k, o in enumerate(offsets):  # w_ij from rows i and j, weighted by the moves of j and of i
-        from_i, from_j = moved[1 + k], _up(moved[1 + n + k], o)
+        from_i, from_j = moved[1 + k], shift_up(moved[1 + n + k], o)
         total = from_i + from_j
-        both = from_i * coef[1 + k] + from_j * _up(coef[1 + n + k], o)
+        both = from_i * coef[1 + k] + from_j * shift_up(coef[1 + n + k], o)
         pairs.append(jnp.where(total > 0, both / jnp.where(total > 0, total, 1.0), 0.0))
     W_off = (jnp.stack(pairs) if n else jnp.zeros((0, d), coef.dtype)) * jnp.asarray(mask, coef.dtype)
     return coef[0], W_off

@@ -64,6 +64,8 @@ __all__ = [
     "structured_lt_product",
     "momentum_shape",
     "edge_mask",
+    "shift_up",
+    "shift_down",
     "structured_preconditioner",
     "structured_to_dense",
 ]
@@ -424,7 +426,7 @@ class StructuredPreconditioner:
     L_diag: jax.Array
 
 
-def _up(x, o: int):
+def shift_up(x, o: int):
     """y[..., i] = x[..., i + o], 0 beyond the end (static slice and pad: no gather)."""
     if o == 0:
         return x
@@ -432,7 +434,7 @@ def _up(x, o: int):
     return jnp.pad(x[..., o:], pad)
 
 
-def _down(x, o: int):
+def shift_down(x, o: int):
     """y[..., i] = x[..., i − o], 0 before the start."""
     if o == 0:
         return x
@@ -526,7 +528,7 @@ def structured_preconditioner(W_diag, W_off, offsets, delta) -> StructuredPrecon
     absolute = jnp.abs(W_off)
     row_sums = jnp.zeros_like(W_diag)
     for k, o in enumerate(offsets):
-        row_sums = row_sums + absolute[k] + _down(absolute[k], o)
+        row_sums = row_sums + absolute[k] + shift_down(absolute[k], o)
     delta = jnp.asarray(delta, jnp.float32)
     D = delta - W_diag + row_sums
     root = jnp.sqrt(absolute)
