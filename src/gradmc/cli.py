@@ -194,6 +194,17 @@ def _check_draws(draws: int) -> None:
         )
 
 
+def _run_length(args) -> dict:
+    """The options ``sample`` and ``compare`` share: chains, warm-up, draws, seed, progress."""
+    return dict(
+        num_chains=args.chains,
+        num_warmup=args.warmup,
+        num_draws=args.draws,
+        seed=args.seed,
+        progress=not args.no_progress,
+    )
+
+
 def _check_checkpoint(args) -> None:
     """``--restart`` needs ``--checkpoint``; the checkpoint folder must be writable."""
     if args.restart and args.checkpoint is None:
@@ -329,11 +340,7 @@ def _cmd_sample(gradmc, args) -> int:
         lambda: gradmc.sample(
             target,
             recipe,
-            num_chains=args.chains,
-            num_warmup=args.warmup,
-            num_draws=args.draws,
-            seed=args.seed,
-            progress=not args.no_progress,
+            **_run_length(args),
             checkpoint=args.checkpoint,
             restart=args.restart,
             extended=args.extended,
@@ -392,11 +399,7 @@ def _cmd_compare(gradmc, args) -> int:
             lambda: compare(
                 target,
                 recipes,
-                num_chains=args.chains,
-                num_warmup=args.warmup,
-                num_draws=args.draws,
-                seed=args.seed,
-                progress=not args.no_progress,
+                **_run_length(args),
             )
         )
     print(

@@ -341,14 +341,17 @@ def learning_sampler(
         s = new.position.ravel()
         delta = s - old.position.ravel()
         y = new.logdensity - old.logdensity - jnp.dot(old.grad.ravel(), delta)
-        keep = t < fit_at
         slot = jnp.where(t >= first_recorded, t - first_recorded, n_hist)  # out of range: dropped
-        positions = gather_chains(s)  # (chains, n), held once
-        pooled = ws.pooled.value
-        pooled = pooled._replace(
-            sum_s=pooled.sum_s + jnp.where(keep, positions.mean(0), 0.0),
-            sum_ss=pooled.sum_ss + jnp.where(keep, positions.T @ positions / positions.shape[0], 0.0),
-        )
+
+        def accumulate(pooled):
+            positions = gather_chains(s)  # (chains, n), held once
+            return pooled._replace(
+                sum_s=pooled.sum_s + positions.mean(0),
+                sum_ss=pooled.sum_ss + positions.T @ positions / positions.shape[0],
+            )
+
+        # the moments are needed only up to the fit: no n × n product after it
+        pooled = jax.lax.cond(t < fit_at, accumulate, lambda pooled: pooled, ws.pooled.value)
         return ws._replace(
             deltas=ws.deltas.at[slot].set(delta, mode="drop"),
             ys=ws.ys.at[slot].set(jnp.where(jnp.isfinite(y), y, 0.0), mode="drop"),
