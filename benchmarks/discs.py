@@ -19,6 +19,8 @@ gradmc's best sampler ≥ 1.3x DISCS's best.
 
 Usage: ``python benchmarks/discs.py [--models ising25,potts,...] [--samplers ncg,gwg,...]
 [--steps 10000] [--chains 100] [--seed 0]``; ``--quick`` runs 1,000 steps and 20 chains.
+A sampler may carry options for a comparison with its defaults:
+``--samplers v-pdhams,v-pdhams:epsilon=0.9`` (``name:key=value:key=value``).
 Samplers that need a second-order model (W, M) the user does not have are reported as such.
 
 ``--models ising100 --samplers ncg,v-pdhams,o-pdhams``: DISCS's Ising model on a 100x100
@@ -30,6 +32,7 @@ relative to NCG, all from the same run.
 from __future__ import annotations
 
 import argparse
+import ast
 import time
 
 import numpy as np
@@ -65,8 +68,22 @@ MODELS = {
 }
 
 
-def run_one(target, sampler: str, chains: int, steps: int, seed: int) -> dict:
-    """One sampler at its defaults on one DISCS target; the row of the table."""
+def parse_sampler(spec: str) -> tuple[str, dict]:
+    """``"v-pdhams:epsilon=0.9:delta=0.5"`` -> ``("v-pdhams", {"epsilon": 0.9, "delta": 0.5})``."""
+    name, *assignments = spec.split(":")
+    options = {}
+    for assignment in assignments:
+        key, sep, value = assignment.partition("=")
+        if not sep:
+            raise SystemExit(f"sampler options are key=value, got {assignment!r} in {spec!r}")
+        options[key] = ast.literal_eval(value)
+    return name, options
+
+
+def run_one(target, spec: str, chains: int, steps: int, seed: int) -> dict:
+    """One sampler (at its defaults unless the spec gives options) on one DISCS target; the row of the table."""
+    name, options = parse_sampler(spec)
+    sampler = spec if not options else spec.replace(":", " ")
     start = discs_initial_states(target, chains)
     statistic = discs_statistic_fn(target.metadata["reference"], target.space)
     half = steps // 2
@@ -74,7 +91,7 @@ def run_one(target, sampler: str, chains: int, steps: int, seed: int) -> dict:
     try:
         trace = gradmc.sample(
             target,
-            sampler,
+            gradmc.sampler(name, **options),
             num_chains=chains,
             num_warmup=half,
             num_draws=steps - half,
@@ -104,7 +121,11 @@ def run_one(target, sampler: str, chains: int, steps: int, seed: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="ising25", help=f"comma-separated, from {', '.join(MODELS)}")
-    parser.add_argument("--samplers", default=None, help="comma-separated (default: every discrete sampler)")
+    parser.add_argument(
+        "--samplers",
+        default=None,
+        help="comma-separated, each name or name:key=value:... (default: every discrete sampler at its defaults)",
+    )
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--chains", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)

@@ -14,6 +14,12 @@
     that no kernel with three products beats; the last lines state the smallest d at which
     the O(d²) work (the products, and the products with f+∇f) takes over half of the step.
 
+(c) With a sparse W by diagonals (docs/discrete-hams.md §8.7) on DISCS's 100×100 Ising
+    model (d = 10,000, the W that V-PDHAMS learns in a short warm-up, δ = 1, ε = 0.5): the step time of V- and O-PDHAMS
+    divided by NCG's, and the share of the E + d Gaussian draws a step makes for its
+    momentum (``normals``: the draws alone, timed in the same kind of loop). The goal of
+    the DISCS benchmark is <= 2x NCG's step time.
+
 Kernels are timed directly (``jit(scan(vmap(kernel)))``, compilation excluded), the
 samplers of one comparison in turn, and each time is the minimum over repeats (the
 machine is shared). Usage: ``python benchmarks/hams_step_cost.py [--quick]``.
@@ -28,9 +34,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import gradmc
+from gradmc import random as gradmc_random
 from gradmc.adapt.preconditioner import make_preconditioner as rg_preconditioner
 from gradmc.base import Target
-from gradmc.discrete import hams, pavg, second_order
+from gradmc.discrete import hams, ncg, pavg, second_order
 from gradmc.report import format_table
 from gradmc.spaces import Ordinal
 from gradmc.targets import hams_targets, lattice
@@ -209,6 +217,55 @@ def dominance_line(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def normals_loop(shape, steps: int):
+    """jit(scan over ``steps`` of 100 chains' Gaussian draws of ``shape``, as the kernel draws
+    them (:func:`gradmc.random.normal`), summed into the carry so none is dead code)."""
+
+    @jax.jit
+    def run(key):
+        def body(total, k):
+            z = jax.vmap(lambda kk: gradmc_random.normal(kk, shape))(jax.random.split(k, CHAINS))
+            return total + jnp.sum(z[:, 0, :1]), ()
+
+        return jax.lax.scan(body, jnp.zeros(()), jax.random.split(key, steps))[0]
+
+    jax.block_until_ready(run(jax.random.key(0)))
+    return run
+
+
+def part_c(steps: int, repeats: int) -> list[dict]:
+    target = gradmc.target("discs-ising", shape=100)
+    f, space, d = target.logdensity_fn, target.space, target.dim
+    # the sparse model the sampler learns (a short warm-up), as one chain's view
+    learned = gradmc.sample(target, "v-pdhams", num_chains=4, num_warmup=200, num_draws=1, seed=0, progress=False)
+    model = jax.tree.map(lambda x: x[0], learned.params["model"])
+    ncg_kernel = ncg.build_kernel()
+    loops = {
+        "ncg": kernel_loop(
+            lambda key, st: ncg_kernel(key, st, f, space, 0.15), lambda key, s: ncg.init(s, f), target, steps
+        )
+    }
+    for name, beta in (("v-pdhams", 1.0), ("o-pdhams", 0.1)):
+        kernel = hams.build_kernel(beta)
+        loops[name] = kernel_loop(
+            lambda key, st, kernel=kernel: kernel(key, st, f, space, model, 0.5, 0.0),
+            lambda key, s: hams.init(s, f, key, precond=model),
+            target,
+            steps,
+        )
+    loops["normals"] = normals_loop(second_order.momentum_shape(model, d), steps)
+    times = interleaved_times(loops, steps, repeats)
+    return [
+        {
+            "sampler": name,
+            "ms_per_step": 1e3 * times[name],
+            "vs_ncg": times[name] / times["ncg"],
+            "normals_share": times["normals"] / times[name] if name != "normals" else 1.0,
+        }
+        for name in loops
+    ]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer steps and repeats")
@@ -220,6 +277,8 @@ def main(argv=None):
     rows = part_b((100, 250, 500, 1000, 2000), steps, repeats)
     print(format_table(rows, title="(b) step time / one batched f+grad evaluation, dense quadratic"))
     print(dominance_line(rows))
+    print()
+    print(format_table(part_c(steps, repeats), title="(c) sparse W on DISCS's 100x100 Ising model: step time / NCG's"))
 
 
 if __name__ == "__main__":

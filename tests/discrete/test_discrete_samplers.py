@@ -144,6 +144,8 @@ SAMPLERS = {
     "mh-uniform": ("mh-uniform", {"radius": 1}, 0),
     "v-pdhams-learned-w": ("v-pdhams", {}, 400),
     "o-pdhams-learned-w": ("o-pdhams", {}, 400),
+    "v-dhams": ("v-dhams", {}, 400),
+    "o-dhams": ("o-dhams", {}, 400),
     "gibbs-random": ("gibbs", {"scan": "random"}, 0),
     "gibbs-systematic": ("gibbs", {"scan": "systematic"}, 0),
 }
@@ -158,6 +160,10 @@ DEFAULT = {
     ("gwg-three-flips", "categorical"),
     ("v-pdhams-learned-w", "ordinal"),
     ("o-pdhams-learned-w", "binary"),
+    ("v-pdhams-learned-w", "categorical"),
+    ("o-pdhams-learned-w", "categorical"),
+    ("v-dhams", "categorical"),
+    ("o-dhams", "categorical"),
     ("ordinal-gwg", "ordinal"),
     ("mh-uniform", "categorical"),
     ("gibbs-random", "binary"),
@@ -167,7 +173,7 @@ GRID = [
     pytest.param(s, sp, marks=() if (s, sp) in DEFAULT else pytest.mark.slow, id=f"{s}-{sp}")
     for s in SAMPLERS
     for sp in SPACES
-    if not (sp == "categorical" and (s == "ordinal-gwg" or "pdhams" in s))
+    if not (sp == "categorical" and s == "ordinal-gwg")
 ]
 NUM_CHAINS, NUM_DRAWS = 32, 10_000
 

@@ -4,11 +4,13 @@ probe and its per-row fit, and the learned sparse path of V-/O-PDHAMS.
 
 * the products W x, L u, Lᵀ y equal the dense ones, L Lᵀ = W + D and D is the Gershgorin shift;
 * exactness of the kernel with a given, inexact sparse W on the 3 × 3 Ising model (512
-  states): long runs of V- and O-PDHAMS within the TV bound; the same test rejects a kernel
-  without the momentum term |u'|² − |m|² of the MH ratio (a test of the test);
-* the probe finds exactly the lattice's diagonals and edges, and the fit recovers the
-  Hessian of the quadratic Ising target from warm-up moves, through ``gradmc.sample`` with
-  no options; kept draws use the frozen model (rejection-free on this quadratic target);
+  states) and on the 2 × 2 Potts model with 3 colours (81 states, one-hot rows): long runs
+  of V- and O-PDHAMS within the TV bound; the same test rejects a kernel without the
+  momentum term |u'|² − |m|² of the MH ratio (a test of the test);
+* the probe finds exactly the lattice's diagonals and edges (on one-hot rows, those of the
+  flat position), and the fit recovers the Hessian of the quadratic Ising and Potts targets
+  from warm-up moves, through ``gradmc.sample`` with no options; kept draws use the frozen
+  model (rejection-free on these quadratic targets);
 * φ ≠ 0 with a sparse W, and a Hessian with too many diagonals, are refused.
 """
 
@@ -55,29 +57,39 @@ def test_products_match_the_dense_matrices():
     assert np.linalg.eigvalsh(W + np.diag(D))[0] >= 0.7 - 1e-5  # W + D ⪰ δ I
 
 
-# -- exactness with a given sparse W on the 3 × 3 Ising model ------------------------------------
-
-ISING = gradmc.target("discs-ising", shape=3)
-F = ISING.logdensity_fn
-SPACE = ISING.space
-EXACT = exact_distribution(F, SPACE.values, SPACE.dim)
-HESSIAN = np.asarray(ISING.metadata["J"]) * 2.0  # J + Jᵀ
-OFFSETS = (1, 3)
+# -- exactness with a given sparse W: the 3 × 3 Ising model, the 2 × 2 Potts model with 3 colours --
 
 
-def given_model(delta=0.5):
-    """The lattice's W scaled by 0.6 with a diagonal added: inexact on purpose, so the MH test matters."""
-    i = np.arange(SPACE.dim)
-    W_off = np.stack([np.where(i + o < i.size, 0.6 * HESSIAN[i, (i + o) % i.size], 0.0) for o in OFFSETS])
-    return second_order.structured_preconditioner(np.full(i.size, -0.3), W_off, OFFSETS, delta)
+class Case:
+    """A small lattice target, its exact distribution, its Hessian on the flat position and
+    an inexact sparse W on the Hessian's diagonals (the lattice's W scaled by 0.6 with a
+    diagonal added: inexact on purpose, so the MH test matters)."""
+
+    def __init__(self, target, offsets, delta=0.5):
+        self.target, self.offsets = target, offsets
+        self.f, self.space = target.logdensity_fn, target.space
+        one_hot = self.space.values.ndim == 2
+        values = np.arange(self.space.num_values) if one_hot else self.space.values
+        self.exact = exact_distribution(self.f, values, self.space.d, one_hot=one_hot)
+        flat = lambda x: self.f(x.reshape(self.space.event_shape))  # noqa: E731
+        hessian = np.asarray(jax.hessian(flat)(jnp.zeros(self.space.dim)))
+        i = np.arange(self.space.dim)
+        W_off = np.stack([np.where(i + o < i.size, 0.6 * hessian[i, (i + o) % i.size], 0.0) for o in offsets])
+        self.model = second_order.structured_preconditioner(np.full(i.size, -0.3), W_off, offsets, delta)
 
 
-MODEL = given_model()
+CASES = {
+    "ising": Case(gradmc.target("discs-ising", shape=3), (1, 3)),
+    "potts": Case(gradmc.target("discs-potts", shape=2, num_categories=3), (3, 6)),  # one-hot: site · 3 + colour
+}
+ISING = CASES["ising"].target
+F, SPACE, MODEL = ISING.logdensity_fn, ISING.space, CASES["ising"].model
 
 
 @functools.cache
-def runner(beta, broken=False):
-    """jit(run(s0, keys (C, T)) -> (positions (C, T, d), acceptance)) of the kernel with MODEL."""
+def runner(case_name, beta, broken=False):
+    """jit(run(s0, keys (C, T)) -> (positions (C, T, ...), acceptance)) of the kernel with the case's model."""
+    case = CASES[case_name]
     kernel = hams.build_kernel(beta)
     original = proposals.metropolis
 
@@ -88,15 +100,15 @@ def runner(beta, broken=False):
         if broken:
             with pytest.MonkeyPatch.context() as patch:
                 patch.setattr(hams.proposals, "metropolis", metropolis)
-                new, info = kernel(key, state, F, SPACE, MODEL, 0.7, 0.0)
+                new, info = kernel(key, state, case.f, case.space, case.model, 0.7, 0.0)
         else:
-            new, info = kernel(key, state, F, SPACE, MODEL, 0.7, 0.0)
+            new, info = kernel(key, state, case.f, case.space, case.model, 0.7, 0.0)
         return new, (new.position, info.is_accepted)
 
     @jax.jit
     def run(s0, init_keys, keys):
         def chain(s, init_key, keys):
-            state = hams.init(s, F, init_key, precond=MODEL)  # v ~ N(0, W + D): started in equilibrium
+            state = hams.init(s, case.f, init_key, precond=case.model)  # v ~ N(0, W + D): started in equilibrium
             return jax.lax.scan(step, state, keys)[1]
 
         return jax.vmap(chain)(s0, init_keys, keys)
@@ -104,27 +116,30 @@ def runner(beta, broken=False):
     return run
 
 
-def long_run(beta, broken=False, num_chains=32, num_draws=2000, seed=0):
+def long_run(case_name, beta, broken=False, num_chains=32, num_draws=2000, seed=0):
+    exact = CASES[case_name].exact
     key_s, key_u, key_run = jax.random.split(jax.random.key(seed), 3)
-    states = jnp.asarray(EXACT.states(), jnp.float32)
-    s0 = states[jax.random.categorical(key_s, jnp.log(jnp.asarray(EXACT.probs, jnp.float32)), shape=(num_chains,))]
-    draws, accepted = runner(beta, broken)(
+    states = jnp.asarray(exact.states(one_hot=CASES[case_name].space.values.ndim == 2), jnp.float32)
+    s0 = states[jax.random.categorical(key_s, jnp.log(jnp.asarray(exact.probs, jnp.float32)), shape=(num_chains,))]
+    draws, accepted = runner(case_name, beta, broken)(
         s0, jax.random.split(key_u, num_chains), jax.random.split(key_run, (num_chains, num_draws))
     )
     return np.asarray(draws), float(np.mean(accepted))
 
 
+@pytest.mark.parametrize("case_name", list(CASES))
 @pytest.mark.parametrize("beta", [1.0, 0.3], ids=["v-pdhams", "o-pdhams"])
-def test_given_sparse_w_is_exact(beta):
-    draws, acceptance = long_run(beta)
+def test_given_sparse_w_is_exact(beta, case_name):
+    draws, acceptance = long_run(case_name, beta)
     assert 0.05 < acceptance < 0.99  # a real MH test happens
-    assert_tv_within_bound(draws, EXACT, p=0.01)
+    assert_tv_within_bound(draws, CASES[case_name].exact, p=0.01)
 
 
-def test_exactness_test_detects_a_missing_momentum_term():
-    draws, _ = long_run(1.0, broken=True)
+@pytest.mark.parametrize("case_name", list(CASES))
+def test_exactness_test_detects_a_missing_momentum_term(case_name):
+    draws, _ = long_run(case_name, 1.0, broken=True)
     with pytest.raises(AssertionError):
-        assert_tv_within_bound(draws, EXACT, p=0.01)
+        assert_tv_within_bound(draws, CASES[case_name].exact, p=0.01)
 
 
 # -- the probe, the fit and the learned path --------------------------------------------------------
@@ -141,6 +156,44 @@ def test_probe_finds_the_lattice():
         i = np.arange(d - o)
         np.testing.assert_array_equal(pattern.mask[k, : d - o], J[i, i + o] != 0)
         assert not pattern.mask[k, d - o :].any()
+
+
+POTTS_LATTICE = gradmc.target("discs-potts", shape=(3, 4), num_categories=3)  # 12 sites: d·k = 36
+
+
+def test_probe_finds_the_one_hot_lattice():
+    """On one-hot rows the pattern is that of the flat position (site · k + colour): a bond
+    couples the same colour at its two sites, k and k · W apart."""
+    pattern = sparse_model.hessian_pattern(POTTS_LATTICE.logdensity_fn, POTTS_LATTICE.space)
+    assert pattern.offsets == (3, 12)
+    site = np.arange(36) // 3
+    np.testing.assert_array_equal(pattern.mask[0], (site % 4 < 3) & (np.arange(36) + 3 < 36))  # right neighbours
+    np.testing.assert_array_equal(pattern.mask[1], np.arange(36) + 12 < 36)  # lower neighbours
+
+
+@pytest.fixture(scope="module")
+def learned_potts():
+    """V-PDHAMS with no options on the 3 × 4 Potts lattice, the sparse path forced."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
+        patch.setattr(discrete_samplers, "SPARSE_W_HISTORY", 200)
+        return gradmc.sample(
+            POTTS_LATTICE, "v-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False
+        )
+
+
+def test_learned_sparse_w_on_one_hot_rows(learned_potts):
+    """The gradient of the Potts model is linear in the one-hot position: the fit returns its
+    Hessian and the kept draws, made with the frozen model, are rejection-free."""
+    model = jax.tree.map(lambda x: np.asarray(x)[0], learned_potts.params["model"])
+    assert model.offsets == (3, 12)
+    W, _ = second_order.structured_to_dense(model)
+    flat = lambda x: POTTS_LATTICE.logdensity_fn(x.reshape(12, 3))  # noqa: E731
+    hessian = np.asarray(jax.hessian(flat)(jnp.zeros(36)))
+    np.testing.assert_allclose(W, hessian, atol=1e-4 * np.abs(hessian).max())
+    assert np.all(learned_potts.stats["acceptance_rate"] > 0.999)
+    draws = np.asarray(learned_potts.draws)
+    assert draws.shape == (8, 200, 12, 3) and np.all(draws.sum(axis=-1) == 1)  # one-hot rows
 
 
 @pytest.fixture(scope="module")

@@ -151,3 +151,14 @@ def test_calibrate_w_from_sampler_draws(method):
     np.testing.assert_allclose(W, target.metadata["W"], atol=2e-4)
     with pytest.raises(ValueError, match="method"):
         calibration.calibrate_w(target, "v-dhams", "hessian")
+
+
+def test_calibrate_w_refuses_one_hot_rows():
+    """Each one-hot row sums to 1, so the moves never span R^{d·k}: refused before any sampling,
+    naming the samplers that learn W in warm-up instead."""
+    from gradmc.base import Target
+    from gradmc.spaces import Categorical
+
+    target = Target("one-hot", lambda s: -jnp.sum(s**2), Categorical(3, 2))
+    with pytest.raises(ValueError, match="one-hot Categorical rows.*o-pdhams"):
+        calibration.calibrate_w(target, "ncg")

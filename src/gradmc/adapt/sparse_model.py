@@ -74,7 +74,7 @@ def _probe_points(space, num_points: int, seed: int) -> list[jax.Array]:
     keys = jax.random.split(jax.random.key(seed), num_points)
     values = np.asarray(space.values, np.float32)
     lo, hi = float(values.min()), float(values.max())
-    points = [space.sample_uniform(keys[0]).astype(jnp.float32)]
+    points = [space.sample_uniform(keys[0]).astype(jnp.float32).reshape(-1)]
     points += [jax.random.uniform(k, (space.dim,), jnp.float32, lo, hi) for k in keys[1:]]
     return points
 
@@ -94,9 +94,10 @@ def hessian_pattern(
     Parameters
     ----------
     logdensity_fn : callable
-        f, on flat positions (d,).
+        f, on positions of ``space`` (the pattern is that of the flattened position: d·k
+        entries for one-hot Categorical rows).
     space : gradmc.spaces.DiscreteSpace
-        A scalar-valued discrete space.
+        A discrete space.
     max_offsets : int
         The most distinct offsets accepted.
     num_points : int
@@ -108,7 +109,7 @@ def hessian_pattern(
     """
     d = int(space.dim)
     chunk = max(1, min(int(chunk), d))
-    grad = jax.grad(lambda x: logdensity_fn(x))
+    grad = jax.grad(lambda x: logdensity_fn(x.reshape(space.event_shape)))  # on the flat position
 
     @jax.jit
     def columns(x, start):

@@ -37,7 +37,12 @@ with :func:`gradmc.random.normal`, as PAVG draws them, so the §7.9 reductions h
 same random numbers. The over-relaxation CDFs and transition probability T_β (§2.2) and its
 sampling are computed in float64 inside the jitted kernel (``jax.enable_x64`` locally) even
 when the chain runs in float32; the rest of the step stays in the chain's dtype.
-Scalar-valued spaces only (Binary, Spin, Ordinal): W acts on the position vector.
+
+Every discrete space: on Binary, Spin and Ordinal W acts on the position vector; on
+one-hot Categorical rows (d, k) the momentum, W, D and L act on the flattened position
+(d·k entries, as PAVG's M does), the reference of each variable is the softmax of its k
+logits a + b (s⊙s = s on one-hot rows), and over-relaxation orders the categories by index
+(§8.8).
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ from gradmc import random
 from gradmc.base import SamplingAlgorithm, Target
 from gradmc.checks import is_concrete
 from gradmc.discrete import proposals
-from gradmc.discrete.proposals import DiscreteInfo, factorised_logprob, factorised_sample
+from gradmc.discrete.proposals import DiscreteInfo, factorised_logits, factorised_logprob, factorised_sample
 from gradmc.discrete.second_order import (
     HamsPreconditioner,
     StructuredPreconditioner,
@@ -121,17 +126,14 @@ def check_hyper(epsilon=0.0, beta=1.0, delta=None) -> None:
 
 
 def check_space(target: Target) -> DiscreteSpace:
-    """The target's space after checking it is discrete and scalar-valued (not Categorical).
+    """The target's space after checking it is discrete.
 
     Parameters
     ----------
     target : gradmc.base.Target
         The target a HAMS sampler is bound to.
     """
-    space = proposals.check_space(target, "HAMS")
-    if isinstance(space, Categorical):
-        raise ValueError("HAMS samplers need a scalar-valued space (Binary, Spin, Ordinal), not one-hot Categorical")
-    return space
+    return proposals.check_space(target, "HAMS")
 
 
 def check_structured_phi(phi) -> None:
@@ -180,8 +182,10 @@ def _logit_rows(a, b, space: DiscreteSpace):
     """The logits of :func:`~gradmc.discrete.proposals.factorised_logits` value axis first,
     (K, d), row k = a v_k + b v_k² with the same operations, so the same numbers: built this
     way they need no transpose (which XLA's CPU code makes several times slower than the
-    float64 CDF itself).
+    float64 CDF itself). On Categorical (a, b shaped (d, K)) the rows are a + b transposed.
     """
+    if isinstance(space, Categorical):
+        return jnp.moveaxis(factorised_logits(a, b, space), -1, 0)
     v = jnp.asarray(space.values, a.dtype)
     b = jnp.asarray(b, a.dtype)
     return jnp.stack([a * v[k] + b * v[k] * v[k] for k in range(space.num_values)])
@@ -342,11 +346,11 @@ def init(position, logdensity_fn: Callable, rng_key=None, momentum=None, precond
         if rng_key is None:
             raise ValueError("init needs rng_key (to draw the momentum) or momentum")
         if isinstance(precond, StructuredPreconditioner):
-            noise = jax.random.normal(rng_key, momentum_shape(precond, position.shape[-1]), position.dtype)
+            noise = jax.random.normal(rng_key, momentum_shape(precond, position.size), position.dtype)
             momentum = structured_l_product(precond, noise)
         else:
-            momentum = jax.random.normal(rng_key, position.shape, position.dtype)
-    return HamsState(position, jnp.asarray(momentum, position.dtype), logdensity, grad)
+            momentum = jax.random.normal(rng_key, (position.size,), position.dtype)
+    return HamsState(position, jnp.asarray(momentum, position.dtype).reshape(-1), logdensity, grad)
 
 
 def build_kernel(beta: float = 1.0):
@@ -385,7 +389,8 @@ def build_kernel(beta: float = 1.0):
     ):
         structured = isinstance(precond, StructuredPreconditioner)
         key_ref, key_prop, key_mh = jax.random.split(rng_key, 3)
-        s, u = state.position, state.momentum
+        shape = state.position.shape  # (d,), or (d, k) one-hot rows: the algebra runs on the flat s
+        s, u, grad = state.position.reshape(-1), state.momentum, state.grad.reshape(-1)
         if structured:  # the momentum scheme of §7.2: the state holds v = L u (§8.7)
             check_structured_phi(phi)
             zeta = random.normal(key_ref, momentum_shape(precond, s.shape[-1]), s.dtype)
@@ -395,11 +400,12 @@ def build_kernel(beta: float = 1.0):
             zeta = random.normal(key_ref, s.shape, s.dtype)  # PAVG's generator: the same random numbers (§7.9)
             m = -epsilon * u + jnp.sqrt(1.0 - epsilon**2) * zeta  # = −u⁻ in law (§7.3–7.4)
             Lm = _apply(precond.L, m)
-        a_f, b = state.grad + precond.D * s + Lm, -0.5 * precond.D  # Q(·; a, D): a_j x − D_j x²/2 (§1)
+        a_f = (grad + precond.D * s + Lm).reshape(shape)  # Q(·; a, D): a_j x − D_j x²/2 (§1)
+        b = jnp.broadcast_to(-0.5 * precond.D, s.shape).reshape(shape)
         if beta == 1.0:
             s_new, _, log_q_f = factorised_sample(key_prop, a_f, b, space)
         else:
-            index = space.to_index(s)
+            index = space.to_index(state.position)
             bits = _or_bits(key_prop, index.shape)
             with jax.enable_x64(True):
                 cumulative_f = _cumulative64_rows(_logit_rows(a_f, b, space))
@@ -407,6 +413,7 @@ def build_kernel(beta: float = 1.0):
             s_new = space.from_index(new_index)
         s_new = s_new.astype(s.dtype)
         f_new, g_new = jax.value_and_grad(logdensity_fn)(s_new)
+        s_new, g_flat = s_new.reshape(-1), g_new.reshape(-1)
         delta = s_new - s
         if structured:  # φ = 0: L u' = L m − (W + D)Δ (PD eq. 31) and |u'|² − |m|² = −2 Δᵀ L m + Δᵀ(W + D)Δ
             WD_delta = structured_w_product(precond, delta) + precond.D * delta
@@ -414,22 +421,22 @@ def build_kernel(beta: float = 1.0):
             kinetic = (jnp.sum(delta * Lm) - 0.5 * jnp.sum(delta * WD_delta),)
         else:
             W_delta = _apply(precond.W, delta)
-            rho = g_new - state.grad - W_delta
+            rho = g_flat - grad - W_delta
             Lu_new = -(W_delta + precond.D * delta) + Lm + phi * rho  # = L u' (PD eq. 32)
             u_new = _apply(precond.L_inv, Lu_new)
             kinetic = (-0.5 * jnp.sum(u_new**2), 0.5 * jnp.sum(m**2))
-        a_b = g_new + precond.D * s_new + Lu_new
+        a_b = (g_flat + precond.D * s_new + Lu_new).reshape(shape)
         if beta == 1.0:
-            log_proposal = factorised_logprob(s, a_b, b, space) - log_q_f
+            log_proposal = factorised_logprob(state.position, a_b, b, space) - log_q_f
         else:  # PD eq. 37: T_β in float64, T_β(i | l) in the backward reference; the log of
             # each ratio in the chain's dtype (XLA's CPU float64 log is ~10× slower)
             with jax.enable_x64(True):
                 cumulative_b = _cumulative64_rows(_logit_rows(a_b, b, space))
                 t_b = _transition64(*_bounds(cumulative_b, new_index), *_bounds(cumulative_b, index), jnp.float64(beta))
                 log_proposal = jnp.sum(jnp.log((t_b / t_f).astype(s.dtype)))
-        proposed = HamsState(s_new, u_new, f_new, g_new)
+        proposed = HamsState(s_new.reshape(shape), u_new, f_new, g_new)
         # kept on rejection: the momentum flips
-        flipped = HamsState(s, Lm if structured else m, state.logdensity, state.grad)
+        flipped = HamsState(state.position, Lm if structured else m, state.logdensity, state.grad)
         log_correction = (*kinetic, log_proposal)  # PD eq. 37, in this order
         return proposals.metropolis(key_mh, state, proposed, log_correction, rejected=flipped)
 
@@ -446,7 +453,7 @@ def as_top_level_api(
     logdensity_fn : callable
         The target's log density f.
     space : gradmc.spaces.DiscreteSpace
-        A scalar-valued discrete space.
+        The target's discrete space.
     precond : HamsPreconditioner or StructuredPreconditioner
         W, D, L, L⁻¹; or a sparse W by diagonals (φ = 0 only).
     epsilon : float

@@ -30,6 +30,7 @@ from gradmc.discrete import hams
 from gradmc.discrete.second_order import dhams_preconditioner, fit_w_gradients, fit_w_values, pdhams_preconditioner
 from gradmc.run import sample
 from gradmc.run.loop import run_chains, run_keys
+from gradmc.spaces import Categorical
 
 __all__ = [
     "PHIS",
@@ -60,7 +61,9 @@ def calibrate_w(
     Parameters
     ----------
     target : gradmc.base.Target
-        The target on a discrete space.
+        The target on a scalar-valued discrete space (on one-hot Categorical rows the
+        moves never span all d·k directions, so the fit is refused; the PDHAMS samplers
+        learn W in warm-up there instead).
     sampler : gradmc.base.Sampler or str
         The sampler that makes the burn-in draws (a name or ``gradmc.sampler(...)``).
     method : {"gradients", "values"}
@@ -74,6 +77,12 @@ def calibrate_w(
     """
     if method not in ("gradients", "values"):
         raise ValueError(f"method must be 'gradients' (§8.1) or 'values' (§8.2), got {method!r}")
+    if isinstance(target.space, Categorical):
+        raise ValueError(
+            "calibrate_w cannot fit W on one-hot Categorical rows: each row sums to 1, so the moves never span "
+            "all d·k directions; v-pdhams, o-pdhams and pavg-variance learn W in warm-up on such spaces "
+            "(gradmc.sample(target, 'o-pdhams'))"
+        )
     trace = sample(
         target, sampler, num_chains=num_chains, num_warmup=0, num_draws=num_draws, seed=seed, progress=progress
     )
@@ -253,7 +262,7 @@ def tune_pavg(
     Parameters
     ----------
     target : gradmc.base.Target
-        A target on Binary, Spin or Ordinal values.
+        A target on a discrete space.
     W : array_like
         The second-order model.
     deltas : array_like
@@ -303,7 +312,7 @@ def tune_pdhams(
     Parameters
     ----------
     target : gradmc.base.Target
-        A target on Binary, Spin or Ordinal values.
+        A target on a discrete space (W, if given, acts on the flattened position).
     W : array_like or None
         The calibrated (or exact) W, or None for DHAMS (W = 0, D = δ⁻² I, L = δ⁻¹ I, with φ
         in the DHAMS parametrisation).
