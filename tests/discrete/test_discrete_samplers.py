@@ -12,6 +12,7 @@ A deliberately wrong kernel must exceed the same bound (the test has power).
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +23,7 @@ from scipy.stats import norm
 import gradmc
 from gradmc.base import Target
 from gradmc.diagnostics.ess import geyer_ess
+from gradmc.diagnostics.health import RunWarning
 from gradmc.discrete import avg, block_gibbs, gwg, ncg, proposals
 from gradmc.registry import sampler as recipe
 from gradmc.run import run_chains as drive_sampler
@@ -420,7 +422,7 @@ BIN = TARGETS["binary"]
         ("ordinal-gwg", {"radius": 1.5}, "radius"),
         ("mh-uniform", {"radius": 0}, "radius"),
         ("gibbs", {"scan": "sideways"}, "scan"),
-        ("block-gibbs", {}, "quadratic"),
+        ("block-gibbs", {}, "quadratic.*pavg-variance"),
         ("block-gibbs", {"M": np.eye(4), "step_size": 0}, "step size"),
     ],
 )
@@ -432,6 +434,19 @@ def test_bad_options_raise(name, options, match):
 def test_pavg_learning_needs_warmup():
     with pytest.raises(ValueError, match="num_warmup"):
         recipe("pavg").bind(BIN, 50)
+
+
+def test_pavg_warns_that_a_dense_m_is_slow_at_large_d(monkeypatch):
+    """Above the dense limit a learned M costs a d × d eigendecomposition per refit: the
+    warning names the samplers that learn a sparse W instead; a given M does not warn."""
+    import gradmc.discrete.samplers as discrete_samplers
+
+    monkeypatch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 3)
+    with pytest.warns(RunWarning, match="dense 4 x 4 M.*pavg-variance"):
+        recipe("pavg").bind(BIN, 400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        recipe("pavg", M=np.eye(4)).bind(BIN, 400)
 
 
 def test_ordinal_gwg_rejects_categorical():

@@ -69,7 +69,8 @@ def hessian_of(target: Target) -> np.ndarray:
     if "J" not in target.metadata:
         raise ValueError(
             f"block-gibbs needs a quadratic target f(s) = sᵀJs + bᵀs with metadata['J'], or M= (its Hessian); "
-            f"target {target.name!r} has neither"
+            f"target {target.name!r} has neither. It has no Metropolis test, so a learned M would make it inexact: "
+            "pavg-variance learns W in warm-up and keeps the test"
         )
     J = np.asarray(target.metadata["J"], dtype=np.float64)
     return J + J.T

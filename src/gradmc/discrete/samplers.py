@@ -19,6 +19,7 @@ builds the BlackJAX ``SamplingAlgorithm`` of a sampler by name.
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import NamedTuple
@@ -33,6 +34,7 @@ from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
 from gradmc.adapt.step_size import rule_by_name, step_size_sampler
 from gradmc.base import BoundSampler, SamplingAlgorithm, Target
 from gradmc.checks import check_positive, check_positive_param, check_radius, check_symmetric, is_concrete
+from gradmc.diagnostics.health import RunWarning
 from gradmc.discrete import avg, block_gibbs, gibbs, gwg, hams, lattice_metropolis, ncg, pavg, uniform
 from gradmc.discrete.proposals import check_space, fixed_sampler, stats
 from gradmc.discrete.second_order import (
@@ -212,6 +214,15 @@ def build_pavg(
         raise ValueError(
             f"pavg learns its preconditioner M during warm-up and needs num_warmup >= 200 (got {num_warmup}); "
             "pass M= to use a given preconditioner"
+        )
+    elif space.dim > MAX_LEARNED_W_DIM:
+        warnings.warn(
+            RunWarning(
+                f"pavg learns a dense {space.dim} x {space.dim} M, with an eigendecomposition of that size at "
+                f"every refit: slow above d = {MAX_LEARNED_W_DIM}. pavg-variance, v-pdhams and o-pdhams learn a "
+                "sparse W on the Hessian's pattern there (much faster on lattice-like models)"
+            ),
+            stacklevel=2,
         )
     for name, value in (("num_fit", num_fit), ("refit_interval", refit_interval)):
         if int(value) != value or int(value) < 1:
