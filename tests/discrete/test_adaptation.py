@@ -121,7 +121,39 @@ def test_pdhams_learns_the_hessian_of_a_quadratic_target(name):
     scale = np.abs(J + J.T).max()
     np.testing.assert_allclose(W, np.broadcast_to(J + J.T, W.shape), atol=1e-3 * scale)
     assert "W 16x16" in gradmc.report.format_params(trace.params)
-    assert np.all(trace.stats["step_size"] == np.float32(1.0))  # δ, fixed
+    # δ: tuned after the fit towards acceptance 0.574, one value for all chains, frozen for the
+    # kept draws; rejection-free here, so it reaches its floor δ₀/4
+    delta = np.asarray(trace.params["delta"])
+    np.testing.assert_allclose(delta, 0.25, rtol=1e-6)
+    np.testing.assert_array_equal(trace.stats["step_size"], np.broadcast_to(delta.reshape(-1, 1), (8, 200)))
+    assert np.ptp(trace.warmup_stats["step_size"][:, 200:]) > 0  # δ moved after the fit
+    fixed = gradmc.sample(
+        target, gradmc.sampler(name, adapt=None), num_chains=2, num_warmup=400, num_draws=20, seed=2, progress=False
+    )
+    assert np.all(fixed.stats["step_size"] == np.float32(1.0)) and np.all(np.asarray(fixed.params["delta"]) == 1.0)
+
+
+def test_pdhams_tunes_delta_towards_the_target_acceptance():
+    """On a non-quadratic target (an RBM with 400 visibles) O-PDHAMS with the learned W accepts
+    about 0.27 of its proposals at δ = 1; tuned after the fit, one δ for all chains lands the
+    kept acceptance near 0.574 (the tolerance of test_adaptation_reaches_the_target_acceptance)
+    and every kept step uses the frozen δ."""
+    target = gradmc.target("discs-rbm", num_visible=400, num_hidden=25)
+    run = lambda **options: gradmc.sample(  # noqa: E731
+        target,
+        gradmc.sampler("o-pdhams", **options),
+        num_chains=CHAINS,
+        num_warmup=WARMUP,
+        num_draws=DRAWS,
+        seed=1,
+        progress=False,
+    )
+    fixed, tuned = run(adapt=None), run()
+    assert float(np.mean(fixed.stats["acceptance_rate"])) < 0.4
+    assert abs(float(np.mean(tuned.stats["acceptance_rate"])) - TARGET_ACCEPT) < 0.07
+    delta = np.asarray(tuned.params["delta"]).reshape(-1)
+    assert np.all(delta == delta[0]) and delta[0] > 2.0  # one δ for all chains, moved up from 1
+    np.testing.assert_array_equal(tuned.stats["step_size"], np.full((CHAINS, DRAWS), delta[0], np.float32))
 
 
 def test_pdhams_learning_needs_warmup():

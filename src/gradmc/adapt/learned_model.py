@@ -7,9 +7,11 @@ them, each step's move Δs and the change of the gradient Δ∇f. At step T/2 ``
 the records into the model, pooling them over all chains (``lax.pmean`` over the runner's
 ``"chain"`` axis; for PDHAMS with a dense W: the sums XᵀX and XᵀY of PD eq. 38, see
 :func:`pooled_dense_fit`), and the main kernel starts from the explorer's position. The rest of the
-warm-up runs the main kernel with the fitted model; after warm-up the model is frozen and
-returned in the run's ``params``, so the kept draws come from a fixed kernel. The model is
-the same for every chain and is held once (:class:`~gradmc.base.Shared`), not per chain.
+warm-up runs the main kernel with the fitted model and tunes one scalar of it (PDHAMS: δ)
+by a step-size rule on the acceptance rate pooled over chains; after warm-up the model is
+frozen and returned in the run's ``params``, so the kept draws come from a fixed kernel.
+The model is the same for every chain and is held once (:class:`~gradmc.base.Shared`), not
+per chain.
 """
 
 from __future__ import annotations
@@ -21,9 +23,35 @@ import jax
 import jax.numpy as jnp
 
 from gradmc.adapt.preconditioner import pool_chains
+from gradmc.adapt.step_size import StepSizeRule
 from gradmc.base import BoundSampler, Shared
 
-__all__ = ["ExploreFitState", "explore_then_fit_sampler", "pooled_dense_fit"]
+__all__ = ["ExploreFitState", "ModelTuning", "explore_then_fit_sampler", "pooled_dense_fit"]
+
+
+class ModelTuning(NamedTuple):
+    """How the scalar x of the fitted model is tuned in the second half of the warm-up.
+
+    Parameters
+    ----------
+    rule : StepSizeRule
+        The rule on x (the acceptance rate must fall as x grows), fed the acceptance rate
+        pooled over chains, so x is the same in every chain.
+    initial : float
+        x at the fit.
+    build : callable
+        ``build(fitted, x) -> model`` the kernel runs with.
+    name : str
+        The name of the tuned value in ``params`` and of its statistic.
+    value : callable
+        ``value(x)`` reported under ``name`` (e.g. δ = 1/x).
+    """
+
+    rule: StepSizeRule
+    initial: float
+    build: Callable
+    name: str
+    value: Callable
 
 
 class ExploreFitState(NamedTuple):
@@ -36,7 +64,8 @@ class ExploreFitState(NamedTuple):
     kernel : Any
         The main kernel's state (started afresh when the model is fitted).
     model : Shared
-        The fitted model (a placeholder before the fit), held once for all chains.
+        The fitted model (a placeholder before the fit) and the tuning rule's state, held
+        once for all chains.
     moves, gradient_changes : jax.Array
         The recorded Δs and Δ∇f, ``(num_history, d)``.
     fitted : jax.Array
@@ -65,6 +94,7 @@ def explore_then_fit_sampler(
     kernel: Callable,
     stats_fn: Callable,
     params_of: Callable,
+    tuning: ModelTuning,
 ) -> BoundSampler:
     """The :class:`~gradmc.base.BoundSampler` of the warm-up in the module doc.
 
@@ -94,10 +124,13 @@ def explore_then_fit_sampler(
     kernel : callable
         ``kernel(key, state, model) -> (state, info)``.
     stats_fn : callable
-        ``stats_fn(state, info) -> StepStats`` of the main kernel.
+        ``stats_fn(state, info, value) -> StepStats`` of the main kernel, ``value`` the
+        tuned value of the step.
     params_of : callable
         ``params_of(model) -> dict`` returned with the run (what was learned, held once for
         all chains); it holds the model itself under ``"model"``, which the kept kernel uses.
+    tuning : ModelTuning
+        The scalar of the model tuned after the fit (a rule that never moves keeps it).
     """
     fit_at = int(num_warmup) // 2
     history = max(min(int(num_history), fit_at), 1)
@@ -109,7 +142,7 @@ def explore_then_fit_sampler(
         return ExploreFitState(
             explorer.init(key_explorer, position),
             kernel_init(key_kernel, position),
-            Shared(placeholder_model),
+            Shared((placeholder_model, tuning.rule.init(tuning.initial))),
             zeros,
             zeros,
             jnp.bool_(False),
@@ -128,12 +161,15 @@ def explore_then_fit_sampler(
 
     def switch(key, ws):
         started = kernel_init(key, explorer.position(ws.explorer))
-        model = Shared(fit(ws.moves, ws.gradient_changes))
+        model = Shared((fit(ws.moves, ws.gradient_changes), tuning.rule.init(tuning.initial)))
         return ws._replace(model=model, kernel=started, fitted=jnp.bool_(True))
 
     def run_kernel(key, ws):
-        state, info = kernel(key, ws.kernel, ws.model.value)
-        return ws._replace(kernel=state), stats_fn(state, info)
+        fitted, rule_state = ws.model.value
+        x = tuning.rule.current(rule_state)
+        state, info = kernel(key, ws.kernel, tuning.build(fitted, x))
+        rule_state = tuning.rule.update(rule_state, pool_chains(jnp.nan_to_num(info.acceptance_rate)))
+        return ws._replace(kernel=state, model=Shared((fitted, rule_state))), stats_fn(state, info, tuning.value(x))
 
     def warmup_step(key, ws, t):
         key_switch, key_step = jax.random.split(key)
@@ -141,11 +177,13 @@ def explore_then_fit_sampler(
         return jax.lax.cond(t < fit_at, lambda w: explore(key_step, w, t), lambda w: run_kernel(key_step, w), ws)
 
     def finalize(ws):
-        return ws.kernel, Shared(params_of(ws.model.value))
+        fitted, rule_state = ws.model.value
+        x = tuning.rule.final(rule_state)
+        return ws.kernel, Shared({**params_of(tuning.build(fitted, x)), tuning.name: tuning.value(x)})
 
     def step(key, state, params):
         state, info = kernel(key, state, params.value["model"])
-        return state, stats_fn(state, info)
+        return state, stats_fn(state, info, params.value[tuning.name])
 
     def position(state):
         if isinstance(state, ExploreFitState):

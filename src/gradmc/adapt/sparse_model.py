@@ -41,6 +41,7 @@ __all__ = [
     "normal_matrices",
     "structured_w_from_sums",
     "pooled_structured_fit",
+    "with_delta",
     "placeholder_model",
     "summary",
 ]
@@ -283,6 +284,19 @@ def pooled_structured_fit(pattern: HessianPattern, delta, ridge: float = 1e-6):
         return structured_preconditioner(W_diag, W_off, offsets, delta)
 
     return fit
+
+
+def with_delta(model: StructuredPreconditioner, delta) -> StructuredPreconditioner:
+    """The same W with the Gershgorin D and edge factor L of another δ (traceable; O(d · offsets)).
+
+    Parameters
+    ----------
+    model : StructuredPreconditioner
+        The fitted model.
+    delta : float or jax.Array
+        δ > 0.
+    """
+    return structured_preconditioner(model.W_diag, model.W_off, model.offsets, delta)
 
 
 def placeholder_model(pattern: HessianPattern, dim: int, delta) -> StructuredPreconditioner:

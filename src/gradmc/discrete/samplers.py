@@ -28,22 +28,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.adapt import sparse_model
-from gradmc.adapt.learned_model import explore_then_fit_sampler, pooled_dense_fit
+from gradmc.adapt.learned_model import ModelTuning, explore_then_fit_sampler, pooled_dense_fit
 from gradmc.adapt.preconditioner import DEFAULTS as LEARNING_DEFAULTS
 from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
-from gradmc.adapt.step_size import rule_by_name, step_size_sampler
+from gradmc.adapt.step_size import StepSizeRule, rule_by_name, step_size_sampler
 from gradmc.base import BoundSampler, SamplingAlgorithm, Target
 from gradmc.checks import check_positive, check_positive_param, check_radius, check_symmetric, is_concrete
 from gradmc.diagnostics.health import RunWarning
 from gradmc.discrete import avg, block_gibbs, gibbs, gwg, hams, lattice_metropolis, ncg, pavg, uniform
 from gradmc.discrete.proposals import check_space, fixed_sampler, stats
 from gradmc.discrete.second_order import (
-    HamsPreconditioner,
+    EigenModel,
     check_w,
     dhams_preconditioner,
+    eigen_model,
+    eigen_pdhams_preconditioner,
     fit_w_from_sums,
     pdhams_preconditioner,
-    traced_pdhams_preconditioner,
 )
 from gradmc.registry import register_sampler
 from gradmc.spaces import Categorical, DiscreteSpace
@@ -695,15 +696,41 @@ MAX_LEARNED_W_DIM = 2000
 SPARSE_W_HISTORY = 50
 
 
-def _learned_w_sampler(name, target: Target, num_warmup, delta, epsilon, phi, beta) -> BoundSampler:
+#: The smallest δ the warm-up of a learned W may reach, as a fraction of the starting δ: on a
+#: quadratic target the learned W makes PDHAMS rejection-free at every δ, so the acceptance
+#: rate keeps pushing δ down; on DISCS's Ising models δ = 1/4 and 1/10 of the default mix
+#: alike, and better than the default (docs/samplers.md, "Tuning in warm-up").
+MIN_DELTA_FRACTION = 0.25
+
+
+def _delta_tuning(adapt, target_accept, delta, build) -> ModelTuning:
+    """The tuning of PDHAMS's δ after the fit: the rule ``adapt`` on x = 1/δ (the acceptance
+    rate falls as x grows), pooled over chains; δ ≥ :data:`MIN_DELTA_FRACTION` · ``delta``.
+    ``adapt=None`` keeps δ.
+    """
+    rule = rule_by_name(adapt, target_accept)
+    if rule is None:
+        rule = StepSizeRule(lambda x: jnp.asarray(x, jnp.float32), lambda s, a: s, lambda s: s, lambda s: s)
+    smallest = MIN_DELTA_FRACTION * float(delta)
+
+    def delta_of(x):
+        return jnp.maximum(1.0 / x, smallest)
+
+    return ModelTuning(rule, 1.0 / float(delta), lambda fitted, x: build(fitted, delta_of(x)), "delta", delta_of)
+
+
+def _learned_w_sampler(
+    name, target: Target, num_warmup, delta, epsilon, phi, beta, adapt, target_accept
+) -> BoundSampler:
     """PDHAMS whose W is learned in warm-up (:mod:`gradmc.adapt.learned_model`): NCG, adapting
     its step size, explores the first half; W is the gradient regression of PD eq. 38 on the
-    pooled moves of all chains, D and L follow; the second half runs PDHAMS.
+    pooled moves of all chains, D and L follow; the second half runs PDHAMS and tunes δ (one
+    for all chains) towards ``target_accept``.
 
-    Up to d = :data:`MAX_LEARNED_W_DIM` W is dense (D by §8.4, L by §8.5). Above it W is
-    sparse on the Hessian's pattern (:mod:`gradmc.adapt.sparse_model`, at most
-    :data:`~gradmc.adapt.sparse_model.MAX_OFFSETS` diagonals), with the Gershgorin D and the
-    edge factor L (§8.7; φ = 0 only).
+    Up to d = :data:`MAX_LEARNED_W_DIM` W is dense (D by §8.4, L by §8.5, both from W's
+    eigendecomposition for any δ). Above it W is sparse on the Hessian's pattern
+    (:mod:`gradmc.adapt.sparse_model`, at most :data:`~gradmc.adapt.sparse_model.MAX_OFFSETS`
+    diagonals), with the Gershgorin D and the edge factor L (§8.7; φ = 0 only).
     """
     if int(num_warmup) < 200:
         raise ValueError(
@@ -717,7 +744,7 @@ def _learned_w_sampler(name, target: Target, num_warmup, delta, epsilon, phi, be
     hams_kernel = hams.build_kernel(beta)
     common = dict(
         kernel=lambda key, state, precond: hams_kernel(key, state, f, space, precond, epsilon, phi),
-        stats_fn=lambda state, info: stats(state, info, delta),
+        stats_fn=stats,
     )
     if d <= MAX_LEARNED_W_DIM:
         eye = jnp.eye(d, dtype=jnp.float32)
@@ -728,10 +755,11 @@ def _learned_w_sampler(name, target: Target, num_warmup, delta, epsilon, phi, be
             num_warmup,
             d,
             num_history=W_HISTORY,
-            fit=pooled_dense_fit(lambda xtx, xty: traced_pdhams_preconditioner(fit_w_from_sums(xtx, xty), delta)),
-            placeholder_model=HamsPreconditioner(0.0 * eye, jnp.ones(d, jnp.float32), eye, eye),
+            fit=pooled_dense_fit(lambda xtx, xty: eigen_model(fit_w_from_sums(xtx, xty))),
+            placeholder_model=EigenModel(0.0 * eye, jnp.zeros(d, jnp.float32), eye),
             kernel_init=lambda key, position: hams.init(position, f, key),
             params_of=lambda precond: {"model": precond, "W": precond.W},
+            tuning=_delta_tuning(adapt, target_accept, delta, eigen_pdhams_preconditioner),
             **common,
         )
     if not is_concrete(phi) or float(phi) != 0.0:
@@ -759,19 +787,29 @@ def _learned_w_sampler(name, target: Target, num_warmup, delta, epsilon, phi, be
         placeholder_model=placeholder,
         kernel_init=lambda key, position: hams.init(position, f, key, precond=placeholder),
         params_of=sparse_model.summary,
+        tuning=_delta_tuning(adapt, target_accept, delta, sparse_model.with_delta),
         **common,
     )
 
 
 def _pdhams_builder(name, beta_default, eps_default, phi_default):
     def build(
-        target: Target, num_warmup: int, W=None, delta=1.0, epsilon=eps_default, phi=phi_default, beta=beta_default
+        target: Target,
+        num_warmup: int,
+        W=None,
+        delta=1.0,
+        epsilon=eps_default,
+        phi=phi_default,
+        beta=beta_default,
+        adapt="dual_averaging",
+        target_accept=TARGET_ACCEPT,
     ):
         space = hams.check_space(target)
         hams.check_hyper(epsilon, beta, delta)
         W = _given_w(target, W)
         if W is None:
-            return _learned_w_sampler(name, target, num_warmup, delta, epsilon, phi, beta)
+            return _learned_w_sampler(name, target, num_warmup, delta, epsilon, phi, beta, adapt, target_accept)
+        rule_by_name(adapt, target_accept)  # bad options raise either way
         precond = pdhams_preconditioner(W, delta)
         return _hams_sampler(name, target, space, precond, epsilon, phi, beta, delta)
 
@@ -792,13 +830,19 @@ def _pdhams_builder(name, beta_default, eps_default, phi_default):
         φ = 0 only, docs/discrete-hams.md §8.7).
     delta : float
         The step size δ > 0: D = (δ − λ_min W) I (a learned sparse W: the Gershgorin
-        D_i = δ − W_ii + Σ_j |w_ij|).
+        D_i = δ − W_ii + Σ_j |w_ij|). With a learned W, the first value of its tuning.
     epsilon : float
         The auto-regression ε ∈ [0, 1) (default {eps_default}).
     phi : float
         The gradient correction φ (default {phi_default}).
     beta : float
         The over-relaxation β ∈ (0, 1] (default {beta_default}).
+    adapt : {{"dual_averaging", "robbins_monro", None}}
+        With a learned W, the rule that tunes δ after the fit (one δ for all chains, the
+        acceptance rate pooled; δ ≥ δ₀/4), then frozen; None keeps ``delta``. A given W
+        runs with the ``delta`` given.
+    target_accept : float
+        The mean acceptance probability δ is tuned towards (default 0.574).
     """
     return build
 
@@ -817,7 +861,9 @@ _register(
 
 
 @_register("pavg-variance", "PAVG in Zhou & Tan's variance form = PDHAMS with ε = 0, φ = 0, β = 1; W given or learned")
-def build_pavg_variance(target: Target, num_warmup: int, W=None, delta=1.0):
+def build_pavg_variance(
+    target: Target, num_warmup: int, W=None, delta=1.0, adapt="dual_averaging", target_accept=TARGET_ACCEPT
+):
     """PAVG in Zhou & Tan's variance form: :mod:`gradmc.discrete.hams` with ε = 0, φ = 0, β = 1.
 
     Parameters
@@ -830,13 +876,20 @@ def build_pavg_variance(target: Target, num_warmup: int, W=None, delta=1.0):
     W : array_like, optional
         The second-order model (default: the target's ``metadata['W']``, else learned).
     delta : float
-        The step size δ > 0: D = (δ − λ_min W) I.
+        The step size δ > 0: D = (δ − λ_min W) I; with a learned W, the first value of its
+        tuning.
+    adapt : {"dual_averaging", "robbins_monro", None}
+        With a learned W, the rule that tunes δ after the fit (as for ``v-pdhams``); None
+        keeps ``delta``.
+    target_accept : float
+        The mean acceptance probability δ is tuned towards (default 0.574).
     """
     space = hams.check_space(target)
     hams.check_hyper(delta=delta)
     W = _given_w(target, W)
     if W is None:
-        return _learned_w_sampler("pavg-variance", target, num_warmup, delta, 0.0, 0.0, 1.0)
+        return _learned_w_sampler("pavg-variance", target, num_warmup, delta, 0.0, 0.0, 1.0, adapt, target_accept)
+    rule_by_name(adapt, target_accept)  # bad options raise either way
     precond = pdhams_preconditioner(W, delta)
     return _hams_sampler("pavg-variance", target, space, precond, 0.0, 0.0, 1.0, delta)
 

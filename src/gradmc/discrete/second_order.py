@@ -57,7 +57,9 @@ __all__ = [
     "dhams_preconditioner",
     "moment_sums",
     "fit_w_from_sums",
-    "traced_pdhams_preconditioner",
+    "EigenModel",
+    "eigen_model",
+    "eigen_pdhams_preconditioner",
     "StructuredPreconditioner",
     "structured_w_product",
     "structured_l_product",
@@ -363,22 +365,53 @@ def fit_w_from_sums(xtx, xty) -> jax.Array:
     return 0.5 * (W + W.T)
 
 
-def traced_pdhams_preconditioner(W, delta) -> HamsPreconditioner:
-    """:func:`pdhams_preconditioner` inside a traced warm-up: D = (δ − λ_min W) I (§8.4) and the
-    eigen factor L = U Λ^{1/2} of W + D (§8.5), in float32 with no host checks.
+class EigenModel(NamedTuple):
+    """A symmetric W with its eigendecomposition W = U diag(λ) Uᵀ (λ ascending): the PDHAMS
+    preconditioner of any δ follows in O(d²) (:func:`eigen_pdhams_preconditioner`).
 
     Parameters
     ----------
     W : jax.Array
-        The second-order model, symmetric (d, d).
-    delta : float
+        The second-order model, (d, d).
+    eigenvalues : jax.Array
+        λ, ascending, (d,).
+    eigenvectors : jax.Array
+        U, (d, d).
+    """
+
+    W: jax.Array
+    eigenvalues: jax.Array
+    eigenvectors: jax.Array
+
+
+def eigen_model(W) -> EigenModel:
+    """The :class:`EigenModel` of a symmetric W (traceable, float32).
+
+    Parameters
+    ----------
+    W : jax.Array
+        Symmetric (d, d).
+    """
+    lam, U = jnp.linalg.eigh(W)
+    return EigenModel(W, lam, U)
+
+
+def eigen_pdhams_preconditioner(model: EigenModel, delta) -> HamsPreconditioner:
+    """:func:`pdhams_preconditioner` inside a traced warm-up: D = (δ − λ_min W) I (§8.4) and the
+    eigen factor L = U (Λ + D)^{1/2} of W + D (§8.5), from W's eigendecomposition, in
+    float32 with no host checks; δ may be traced.
+
+    Parameters
+    ----------
+    model : EigenModel
+        W and its eigendecomposition.
+    delta : float or jax.Array
         δ > 0.
     """
-    d = W.shape[0]
-    D = jnp.full((d,), delta - jnp.linalg.eigvalsh(W)[0], W.dtype)
-    lam, U = jnp.linalg.eigh(W + jnp.diag(D))
-    root = jnp.sqrt(jnp.maximum(lam, delta * 1e-6))
-    return HamsPreconditioner(W, D, U * root, (U / root).T)
+    shift = delta - model.eigenvalues[0]
+    root = jnp.sqrt(jnp.maximum(model.eigenvalues + shift, delta * 1e-6))
+    D = jnp.full(model.eigenvalues.shape, shift, model.W.dtype)
+    return HamsPreconditioner(model.W, D, model.eigenvectors * root, (model.eigenvectors / root).T)
 
 
 # -- a sparse W stored by diagonals, with a non-square factor L (docs/discrete-hams.md §8.7) ------
