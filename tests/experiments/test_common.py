@@ -54,6 +54,7 @@ def test_spearman_and_rank_agreement():
     assert common.spearman({"a": 30, "b": 20, "c": 10, "x": 5}, paper) == pytest.approx(1.0)
     assert common.spearman({"c": 1.0, "b": 2.0, "a": 3.0}, paper) == pytest.approx(1.0)  # by key, not by order
     assert math.isnan(common.spearman({"a": 1.0}, paper))
+    assert math.isnan(common.spearman({"a": 1, "b": 1, "c": 1}, paper))  # all tied: undefined
     agreement = common.rank_agreement({"a": 1.0, "b": 2.0, "c": 3.0}, paper, keys=["c", "b", "a", "z"])
     assert agreement["methods"] == ["c", "b", "a"] and agreement["spearman"] == pytest.approx(-1.0)
     np.testing.assert_array_equal(agreement["ours_rank"], [1, 2, 3])

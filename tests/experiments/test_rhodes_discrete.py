@@ -130,7 +130,11 @@ def test_ordinal_rows_and_paper_ranking(ordinal_run):
     assert sorted(r["our rank"] for r in summary.rows)[0] == 1
     assert summary.paper == rd.PAPER_RANKING["poly2"]
     assert set(summary.rankings) == {"marginal KL", "covariance error", "ESS/s"}
-    assert -1.0 <= summary.spearman <= 1.0
+    ours = [r["our rank"] for r in summary.rows]
+    if len(set(ours)) == 1:  # a wall-clock budget this small can leave all three tied: undefined
+        assert np.isnan(summary.spearman)
+    else:
+        assert -1.0 <= summary.spearman <= 1.0
     for run in summary.runs.values():
         assert np.all(np.diff(run.iterations) > 0) and run.iterations[0] > run.burn_in_steps
         assert run.errors["kl"].shape == (len(run.seconds), TINY_ORDINAL.num_chains) and np.all(

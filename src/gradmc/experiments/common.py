@@ -99,7 +99,7 @@ def seeds_cell(values, fmt: str = ".3f", sd_fmt: str = ".3g") -> str:
 
 def spearman(ours: dict, paper: dict, keys=None) -> float:
     """Spearman rank correlation of ``ours`` and ``paper`` over the keys both have (NaN for
-    fewer than two).
+    fewer than two, and when either side ties them all: the correlation is undefined).
 
     Parameters
     ----------
@@ -111,9 +111,10 @@ def spearman(ours: dict, paper: dict, keys=None) -> float:
     from scipy.stats import spearmanr
 
     names = [k for k in (paper if keys is None else keys) if k in ours and k in paper]
-    if len(names) < 2:
+    a, b = [ours[n] for n in names], [paper[n] for n in names]
+    if len(names) < 2 or len(set(a)) == 1 or len(set(b)) == 1:
         return float("nan")
-    return float(spearmanr([ours[n] for n in names], [paper[n] for n in names]).statistic)
+    return float(spearmanr(a, b).statistic)
 
 
 def descending_ranks(values) -> np.ndarray:

@@ -570,7 +570,8 @@ def _summary_text(name: str, summary: Summary, metrics, paper_key: str) -> str:
             *[f"| ours: {label} | {text} |" for label, (text, _) in summary.rankings.items()],
             f"| paper ({where}) | {summary.paper[0]} |",
             "",
-            f"Spearman rank correlation of our {first} ranks with the paper's: {summary.spearman:.2f}.",
+            f"Spearman rank correlation of our {first} ranks with the paper's: "
+            + ("undefined (ours are all tied)." if np.isnan(summary.spearman) else f"{summary.spearman:.2f}."),
             "",
             *[f"![{f.stem}]({f.name})" for f in summary.figures],
             "",
