@@ -168,7 +168,7 @@ def explore_then_fit_sampler(
         fitted, rule_state = ws.model.value
         x = tuning.rule.current(rule_state)
         state, info = kernel(key, ws.kernel, tuning.build(fitted, x))
-        rule_state = tuning.rule.update(rule_state, pool_chains(jnp.nan_to_num(info.acceptance_rate)))
+        rule_state = tuning.rule.update(rule_state, pool_chains(info.acceptance_rate))
         return ws._replace(kernel=state, model=Shared((fitted, rule_state))), stats_fn(state, info, tuning.value(x))
 
     def warmup_step(key, ws, t):

@@ -32,6 +32,7 @@ __all__ = [
     "dual_averaging",
     "dual_averaging_final",
     "robbins_monro",
+    "fixed_rule",
     "rule_by_name",
     "StepSizeWarmupState",
     "step_size_sampler",
@@ -112,6 +113,11 @@ def robbins_monro(target_accept: float, rate: float = 0.01) -> StepSizeRule:
         current=lambda s: s,
         final=lambda s: s,
     )
+
+
+def fixed_rule() -> StepSizeRule:
+    """The rule that never moves: the value given stays (``adapt=None``)."""
+    return StepSizeRule(lambda s: jnp.asarray(s, jnp.float32), lambda s, a: s, lambda s: s, lambda s: s)
 
 
 def rule_by_name(adapt: str | None, target_accept: float) -> StepSizeRule | None:
@@ -202,7 +208,7 @@ def step_size_sampler(
         check_positive(parameter, initial_step_size)
     adapts = rule is not None
     kept_value = kept_value or (lambda value: value)
-    rule = rule or StepSizeRule(lambda s: jnp.asarray(s, jnp.float32), lambda s, a: s, lambda s: s, lambda s: s)
+    rule = rule or fixed_rule()
 
     def init(key, position):
         state = kernel_init(position, logdensity_fn, key) if init_with_key else kernel_init(position, logdensity_fn)

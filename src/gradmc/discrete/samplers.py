@@ -31,7 +31,7 @@ from gradmc.adapt import sparse_model
 from gradmc.adapt.learned_model import ModelTuning, explore_then_fit_sampler, pooled_dense_fit
 from gradmc.adapt.preconditioner import DEFAULTS as LEARNING_DEFAULTS
 from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
-from gradmc.adapt.step_size import StepSizeRule, rule_by_name, step_size_sampler
+from gradmc.adapt.step_size import fixed_rule, rule_by_name, step_size_sampler
 from gradmc.base import BoundSampler, SamplingAlgorithm, Target
 from gradmc.checks import check_positive, check_positive_param, check_radius, check_symmetric, is_concrete
 from gradmc.diagnostics.health import RunWarning
@@ -708,9 +708,7 @@ def _delta_tuning(adapt, target_accept, delta, build) -> ModelTuning:
     rate falls as x grows), pooled over chains; δ ≥ :data:`MIN_DELTA_FRACTION` · ``delta``.
     ``adapt=None`` keeps δ.
     """
-    rule = rule_by_name(adapt, target_accept)
-    if rule is None:
-        rule = StepSizeRule(lambda x: jnp.asarray(x, jnp.float32), lambda s, a: s, lambda s: s, lambda s: s)
+    rule = rule_by_name(adapt, target_accept) or fixed_rule()
     smallest = MIN_DELTA_FRACTION * float(delta)
 
     def delta_of(x):
