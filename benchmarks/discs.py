@@ -11,11 +11,12 @@ chains), ESS per 1,000 log-density (and
 gradient) evaluations as our kernels count them, ESS per second of sampling (compilation
 excluded), the kept acceptance rate and what the warm-up learned.
 
-Reference: the only model with measurements of DISCS's own code under this protocol is the
-25x25 Ising model at high temperature (λ = μ = 0.5, σ = 1.5; ESS per step): Gibbs 0.0020,
-random walk 0.0023, block Gibbs 0.0034, Hamming ball 0.0048, GWG 0.0132, DMALA (= NCG)
-0.0190, PAS 0.0210, DLMC 0.0325. The goals: NCG ≥ DMALA and GWG ≥ GWG on every model, and
-gradmc's best sampler ≥ 1.3x DISCS's best.
+References: DISCS's own samplers measured with DISCS's own code under this protocol on the
+same models, starting states and reference states (``benchmarks/discs_reference.json``;
+how: ``benchmarks/discs_reference.py``): on every model DMALA (= NCG), GWG, PAS and DLMC,
+on the 25x25 Ising model also Gibbs, random walk, block Gibbs and Hamming ball. The goals,
+checked per model below its table: NCG ≥ DMALA, GWG ≥ DISCS's GWG, and gradmc's best
+sampler ≥ 1.3x DISCS's best (ESS per step).
 
 Usage: ``python benchmarks/discs.py [--models ising25,potts,...] [--samplers ncg,gwg,...]
 [--steps 10000] [--chains 100] [--seed 0]``; ``--quick`` runs 1,000 steps and 20 chains.
@@ -33,7 +34,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -42,17 +45,17 @@ from gradmc.diagnostics.discs import discs_ess, discs_statistic_fn
 from gradmc.report import format_params, format_table
 from gradmc.targets.discs import discs_initial_states
 
-# DISCS's samplers on the 25x25 high-temperature Ising model, ESS per step, measured with
-# DISCS's code under the protocol above.
-DISCS_ISING25 = {
-    "Gibbs": 0.0020,
-    "random walk": 0.0023,
-    "block Gibbs": 0.0034,
-    "Hamming ball": 0.0048,
-    "GWG": 0.0132,
-    "DMALA": 0.0190,
-    "PAS": 0.0210,
-    "DLMC": 0.0325,
+# DISCS's samplers, ESS per step etc., measured with DISCS's code (benchmarks/discs_reference.py)
+REFERENCES = json.loads((Path(__file__).parent / "discs_reference.json").read_text())
+DISCS_NAMES = {
+    "gibbs": "Gibbs",
+    "randomwalk": "random walk",
+    "blockgibbs": "block Gibbs",
+    "hammingball": "Hamming ball",
+    "gwg": "GWG",
+    "dmala": "DMALA",
+    "path_auxiliary": "PAS",
+    "dlmc": "DLMC",
 }
 
 # name -> (registered target, options); DISCS's default configurations.
@@ -118,6 +121,27 @@ def run_one(target, spec: str, chains: int, steps: int, seed: int) -> dict:
     }
 
 
+def compare_with_discs(model: str, rows: list[dict], protocol: bool) -> None:
+    """DISCS's reference values for ``model`` and, when this run followed the protocol
+    (``protocol``: 100 chains, 10,000 steps), the three goals from its rows."""
+    reference = {DISCS_NAMES[k]: v["ess_per_step"] for k, v in REFERENCES["models"].get(model, {}).items()}
+    measured = {r["sampler"]: r["ESS/step"] for r in rows if isinstance(r["ESS/step"], float)}
+    if not reference or not measured:
+        return
+    ranked = sorted(reference.items(), key=lambda item: -item[1])
+    print("DISCS (its own code, this protocol), ESS/step: " + ", ".join(f"{k} {v:.4f}" for k, v in ranked))
+    if not protocol:
+        print("(DISCS's values are for 100 chains and 10,000 steps: no ratios for a shorter run)")
+        return
+    if "ncg" in measured and "DMALA" in reference:
+        print(f"NCG / DMALA: {measured['ncg'] / reference['DMALA']:.2f}x (goal >= 1)")
+    if "gwg" in measured and "GWG" in reference:
+        print(f"GWG / DISCS GWG: {measured['gwg'] / reference['GWG']:.2f}x (goal >= 1)")
+    best, best_discs = max(measured, key=measured.get), max(reference, key=reference.get)
+    ratio = measured[best] / reference[best_discs]
+    print(f"best ({best}) / DISCS best ({best_discs}): {ratio:.2f}x (goal >= 1.3)")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="ising25", help=f"comma-separated, from {', '.join(MODELS)}")
@@ -138,16 +162,7 @@ def main(argv=None) -> int:
         target = gradmc.target(registered, **options)
         rows = [run_one(target, name, chains, steps, args.seed) for name in names]
         print(format_table(rows, title=f"{model} ({target.name}, d = {target.dim}): {chains} chains, {steps} steps"))
-        if model == "ising25":
-            measured = {r["sampler"]: r["ESS/step"] for r in rows if isinstance(r["ESS/step"], float)}
-            best_discs = max(DISCS_ISING25.values())
-            best = max(measured, key=measured.get)
-            print(f"DISCS (its own code, this protocol): {DISCS_ISING25}")
-            if "ncg" in measured:
-                print(f"NCG / DMALA: {measured['ncg'] / DISCS_ISING25['DMALA']:.2f}x (goal >= 1)")
-            if "gwg" in measured:
-                print(f"GWG / DISCS GWG: {measured['gwg'] / DISCS_ISING25['GWG']:.2f}x (goal >= 1)")
-            print(f"best ({best}) / DISCS best (DLMC): {measured[best] / best_discs:.2f}x (goal >= 1.3)")
+        compare_with_discs(model, rows, protocol=(steps, chains) == (10_000, 100))
         timed = {r["sampler"]: r for r in rows if isinstance(r.get("ESS/s"), float)}
         if "ncg" in timed:  # the kept phase of each sampler, from this run
             ncg_row = timed["ncg"]

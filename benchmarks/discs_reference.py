@@ -1,0 +1,223 @@
+"""Measure DISCS's own samplers on DISCS's models under the benchmark protocol: the reference
+values that ``benchmarks/discs.py`` prints beside gradmc's (``benchmarks/discs_reference.json``).
+
+DISCS (google-research/discs, Goshvadi et al. 2023) publishes its ESS only as log-scale bar
+charts, so the references are measured by running DISCS's code, unchanged, on the same
+models, starting states and reference states as gradmc's benchmark. DISCS needs JAX 0.4 and
+gradmc a current JAX, so this takes three steps in two Python environments:
+
+1. gradmc's environment: ``python benchmarks/discs_reference.py export DIR`` writes the
+   random RBM of ``discs-rbm`` (DISCS's trained RBM checkpoints are not downloadable) with
+   its starting and reference states, for DISCS's samplers to run on.
+2. DISCS's environment (``pip install jax==0.4.13 jaxlib==0.4.13 "numpy<2" "scipy<1.12"
+   ml_collections absl-py`` and a checkout of google-research/discs, commit aa8c122, on
+   ``PYTHONPATH``): ``python benchmarks/discs_reference.py run DIR --models potts,bernoulli
+   --samplers dmala,gwg,path_auxiliary,dlmc``. For each model and sampler: DISCS's default
+   model and sampler configurations, its parameters, starts and reference state from
+   ``PRNGKey(0)`` exactly as its ``Sampling_Experiment`` draws them, 100 chains, 10,000
+   steps, and its step function driven by ``lax.scan`` with the per-step keys of its
+   Python loop (``fold_in(PRNGKey(10), step)``). Saves the statistic of the kept half
+   (Hamming / label-L1 distance to the reference state, as DISCS's
+   ``_get_mapped_samples``), the acceptance rate and DISCS's own count of likelihood
+   calls.
+3. gradmc's environment: ``python benchmarks/discs_reference.py summarize DIR`` computes
+   the ESS per step with :func:`gradmc.diagnostics.discs.discs_ess` (TensorFlow
+   Probability's estimator, per chain, averaged) and writes ``DIR/discs_reference.json``.
+
+Run on DISCS's 25x25 Ising model this reproduces the measurement of DMALA made with
+DISCS's own experiment runner (0.0190 ± 0.0007 ESS per step, acceptance 0.574). The run
+records its wall-clock times too (``runs.jsonl``); they are DISCS's code on JAX 0.4.13 and
+compare only with a gradmc run on the same, otherwise idle, machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+
+RBM_FILE = "rbm_random.npz"
+
+# model names of this script that are a DISCS model config with other options
+VARIANTS = {"ising25": ("ising", {"shape": (25, 25)})}
+
+
+def export(out: Path) -> None:
+    """gradmc's ``discs-rbm`` (parameters, DISCS-style starts of 100 chains, reference state)."""
+    import gradmc
+    from gradmc.targets.discs import discs_initial_states
+
+    target = gradmc.target("discs-rbm")
+    meta = target.metadata
+    np.savez(
+        out / RBM_FILE,
+        W=np.asarray(meta["weights"], np.float32),
+        b_visible=np.asarray(meta["b_visible"], np.float32),
+        b_hidden=np.asarray(meta["b_hidden"], np.float32),
+        starts=np.asarray(discs_initial_states(target, 100), np.int32),
+        reference=np.asarray(meta["reference"], np.int32),
+    )
+    print(f"wrote {out / RBM_FILE}")
+
+
+def _stub_unused_imports() -> None:
+    """DISCS's ``common/utils.py`` imports clu, flax and its graph loaders at module level;
+    the samplers use none of them (only ``copy_pytree``), so empty modules stand in."""
+    unused = ("clu", "clu.metric_writers", "clu.metric_writers.summary_writer", "flax", "discs.graph_loader.graph_gen")
+    for name in unused:
+        sys.modules.setdefault(name, types.ModuleType(name))
+    sys.modules["clu.metric_writers.summary_writer"].SummaryWriter = object
+    sys.modules["clu"].metric_writers = sys.modules["clu.metric_writers"]
+    sys.modules["flax"].struct = types.SimpleNamespace(dataclass=lambda cls: cls)
+
+
+class RandomRBM:
+    """gradmc's random binary RBM behind DISCS's model interface (``forward``,
+    ``get_value_and_grad``, ``get_init_samples``): DISCS's RBM energy with the hidden units
+    summed out, log p(v) = Σ_h softplus(vᵀW_h + c_h) + bᵀv."""
+
+    def __init__(self, path: Path):
+        import jax.numpy as jnp
+
+        data = np.load(path)
+        self.W, self.b_visible, self.b_hidden = (jnp.asarray(data[k]) for k in ("W", "b_visible", "b_hidden"))
+        self.starts, self.reference = jnp.asarray(data["starts"]), jnp.asarray(data["reference"])[None]
+        self.shape = (self.W.shape[0],)
+
+    def make_init_params(self, rng):
+        return {}
+
+    def get_init_samples(self, rng, num_samples):
+        return self.starts[:num_samples] if num_samples > 1 else self.reference
+
+    def forward(self, params, x):
+        import jax
+
+        x = x.astype(self.W.dtype)
+        return jax.numpy.sum(jax.nn.softplus(x @ self.W + self.b_hidden), -1) + x @ self.b_visible
+
+    def get_value_and_grad(self, params, x):
+        import jax
+
+        def total(z):
+            values = self.forward(params, z)
+            return values.sum(), values
+
+        (_, values), grad = jax.value_and_grad(total, has_aux=True)(x.astype(self.W.dtype))
+        return values, grad
+
+
+def run_discs(out: Path, model_name: str, sampler_name: str, steps: int, chains: int) -> dict:
+    """One DISCS sampler on one DISCS model under the protocol; saves the kept statistic."""
+    import jax
+    import jax.numpy as jnp
+    from discs.common import configs
+
+    config = configs.get_config()
+    config.sampler.update(importlib.import_module(f"discs.samplers.configs.{sampler_name}_config").get_config())
+    if model_name == "rbm_random":
+        model = RandomRBM(out / RBM_FILE)
+        config.model.update({"name": "rbm", "shape": model.shape, "num_categories": 2})
+    else:
+        config_name, options = VARIANTS.get(model_name, (model_name, {}))
+        config.model.update(importlib.import_module(f"discs.models.configs.{config_name}_config").get_config())
+        config.model.update(options)
+        model = importlib.import_module(f"discs.models.{config.model.name}").build_model(config)
+    config.experiment.batch_size, config.experiment.chain_length = chains, steps
+    sampler = importlib.import_module(f"discs.samplers.{sampler_name}").build_sampler(config)
+
+    root = jax.random.PRNGKey(0)  # Sampling_Experiment.preprocess, num_models = 1
+    rng_param, rng_x0, rng_state = jax.random.split(root, num=3)
+    params = model.make_init_params(jax.random.split(rng_param, 1))
+    x = model.get_init_samples(rng_x0, chains)
+    state = sampler.make_init_state(jax.random.split(rng_state, 1))
+    reference = model.get_init_samples(jax.random.split(root)[0], 1).reshape(1, -1)
+
+    def step(carry, t):
+        x, state, rng = carry
+        rng = jax.random.fold_in(rng, t)
+        new_x, state, acc = sampler.step(
+            model=model, rng=jax.random.split(rng, 1).reshape(-1), x=x, model_param=params, state=state
+        )
+        statistic = jnp.sum(jnp.abs(new_x.reshape(chains, -1) - reference), -1)
+        return (new_x, state, rng), (statistic, jnp.mean(acc))
+
+    scan = jax.jit(lambda carry, ts: jax.lax.scan(step, carry, ts))
+    burn_in = int(steps * 0.5) + 1
+    began = time.perf_counter()
+    carry, _ = jax.jit(step)((x, state, jax.random.PRNGKey(10)), 1)  # the first step fixes the state's dtypes
+    carry, _ = scan(carry, jnp.arange(2, burn_in))
+    jax.block_until_ready(carry)
+    kept_from = time.perf_counter()
+    carry, (statistic, acceptance) = scan(carry, jnp.arange(burn_in, steps + 1))
+    jax.block_until_ready(statistic)
+    finished = time.perf_counter()
+    np.save(out / f"{model_name}__{sampler_name}.npy", np.asarray(statistic, np.float32))
+    return {
+        "model": model_name,
+        "sampler": sampler_name,
+        "steps": steps,
+        "chains": chains,
+        "kept_steps": int(statistic.shape[0]),
+        "ll_calls": int(np.asarray(carry[1]["num_ll_calls"]).reshape(-1)[0]),
+        "acceptance": float(jnp.mean(acceptance)),
+        "kept_seconds": finished - kept_from,
+        "warmup_seconds": kept_from - began,
+    }
+
+
+def summarize(out: Path) -> dict:
+    """ESS per step of every saved run (gradmc's TFP-matching estimator), as JSON."""
+    from gradmc.diagnostics.discs import discs_ess
+
+    summary: dict = {}
+    for line in (out / "runs.jsonl").read_text().splitlines():
+        run = json.loads(line)
+        statistic = np.load(out / f"{run['model']}__{run['sampler']}.npy").T  # (chains, kept steps)
+        ess = discs_ess(statistic)
+        kept = statistic.shape[1]
+        summary.setdefault(run["model"], {})[run["sampler"]] = {
+            "ess_per_step": round(float(ess.mean()) / kept, 5),
+            "ess_per_step_se": round(float(ess.std(ddof=1) / np.sqrt(ess.size)) / kept, 5),
+            "acceptance": round(run["acceptance"], 3) if np.isfinite(run["acceptance"]) else None,  # None: NaN
+            "ll_calls_per_step": run["ll_calls"] / run["steps"],
+        }
+    (out / "discs_reference.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("export", "run", "summarize"))
+    parser.add_argument("out", type=Path, help="directory of the measurements")
+    parser.add_argument("--models", default="potts,bernoulli,categorical,fhmm,rbm_random")
+    parser.add_argument("--samplers", default="dmala,gwg,path_auxiliary,dlmc")
+    parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--chains", type=int, default=100)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.command == "export":
+        export(args.out)
+    elif args.command == "run":
+        here = Path(__file__).resolve().parent  # its discs.py would shadow DISCS's package
+        sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
+        _stub_unused_imports()
+        for model in args.models.split(","):
+            for sampler in args.samplers.split(","):
+                record = run_discs(args.out, model, sampler, args.steps, args.chains)
+                print(json.dumps(record), flush=True)
+                with open(args.out / "runs.jsonl", "a") as log:
+                    log.write(json.dumps(record) + "\n")
+    else:
+        print(json.dumps(summarize(args.out), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
