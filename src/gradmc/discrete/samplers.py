@@ -790,6 +790,21 @@ def _learned_w_sampler(
     )
 
 
+def _pdhams_sampler(
+    name, target: Target, num_warmup, W, delta, epsilon, phi, beta, adapt, target_accept
+) -> BoundSampler:
+    """PDHAMS with the given W (``W=`` or the target's ``metadata['W']``) at the given δ,
+    else with W learned and δ tuned in warm-up (:func:`_learned_w_sampler`).
+    """
+    space = hams.check_space(target)
+    hams.check_hyper(epsilon, beta, delta)
+    W = _given_w(target, W)
+    if W is None:
+        return _learned_w_sampler(name, target, num_warmup, delta, epsilon, phi, beta, adapt, target_accept)
+    rule_by_name(adapt, target_accept)  # bad options raise either way
+    return _hams_sampler(name, target, space, pdhams_preconditioner(W, delta), epsilon, phi, beta, delta)
+
+
 def _pdhams_builder(name, beta_default, eps_default, phi_default):
     def build(
         target: Target,
@@ -802,14 +817,7 @@ def _pdhams_builder(name, beta_default, eps_default, phi_default):
         adapt="dual_averaging",
         target_accept=TARGET_ACCEPT,
     ):
-        space = hams.check_space(target)
-        hams.check_hyper(epsilon, beta, delta)
-        W = _given_w(target, W)
-        if W is None:
-            return _learned_w_sampler(name, target, num_warmup, delta, epsilon, phi, beta, adapt, target_accept)
-        rule_by_name(adapt, target_accept)  # bad options raise either way
-        precond = pdhams_preconditioner(W, delta)
-        return _hams_sampler(name, target, space, precond, epsilon, phi, beta, delta)
+        return _pdhams_sampler(name, target, num_warmup, W, delta, epsilon, phi, beta, adapt, target_accept)
 
     build.__doc__ = f"""{name.upper()} (:mod:`gradmc.discrete.hams` with a second-order model W).
 
@@ -882,14 +890,7 @@ def build_pavg_variance(
     target_accept : float
         The mean acceptance probability δ is tuned towards (default 0.574).
     """
-    space = hams.check_space(target)
-    hams.check_hyper(delta=delta)
-    W = _given_w(target, W)
-    if W is None:
-        return _learned_w_sampler("pavg-variance", target, num_warmup, delta, 0.0, 0.0, 1.0, adapt, target_accept)
-    rule_by_name(adapt, target_accept)  # bad options raise either way
-    precond = pdhams_preconditioner(W, delta)
-    return _hams_sampler("pavg-variance", target, space, precond, 0.0, 0.0, 1.0, delta)
+    return _pdhams_sampler("pavg-variance", target, num_warmup, W, delta, 0.0, 0.0, 1.0, adapt, target_accept)
 
 
 # -- the table -------------------------------------------------------------------------------------
