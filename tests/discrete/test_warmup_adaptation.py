@@ -1,4 +1,4 @@
-"""Warm-up adaptation of V-/O-DHAMS (δ), MH-uniform and the lattice Metropolis (radius r).
+"""Warm-up adaptation of V-/O-DHAMS (δ), MH-uniform (move scale u) and the lattice Metropolis (radius r).
 
 For each sampler at its defaults:
 
@@ -34,7 +34,7 @@ from gradmc.testing import assert_tv_within_bound
 ADAPTED = {
     "v-dhams": ("delta", "step_size", TARGET_ACCEPT),
     "o-dhams": ("delta", "step_size", TARGET_ACCEPT),
-    "mh-uniform": ("radius", "radius", RANDOM_WALK_ACCEPT),
+    "mh-uniform": ("move_scale", "move_scale", RANDOM_WALK_ACCEPT),
     "lattice-metropolis": ("radius", "radius", SINGLE_SITE_ACCEPT),
 }
 DHAMS = ["v-dhams", "o-dhams"]
@@ -102,30 +102,41 @@ ACCEPT_CHAINS, ACCEPT_WARMUP, ACCEPT_DRAWS = 8, 1000, 1000
 WIDE_GAUSSIAN = discrete_gaussian(d=4, sigma=6.0, rho=0.5, half_width=30)
 
 
-@pytest.mark.parametrize("name", DHAMS + RADIUS)
-def test_adapted_acceptance_is_near_the_target(name):
+@pytest.mark.parametrize(
+    "name, model", [(name, "ising") for name in DHAMS] + [(name, "wide") for name in RADIUS] + [("mh-uniform", "ising")]
+)
+def test_adapted_acceptance_is_near_the_target(name, model):
     """Kept acceptance within 0.1 of the target. The per-chain mean acceptance of 1,000 steps
     has a standard error ≤ 0.5/√ESS ≤ 0.07 with ESS ≥ 50 (autocorrelated acceptance); the
     rest covers the frozen value being the average of the warm-up iterates (dual averaging),
-    and the rounding of the radius."""
-    target = gradmc.target("discs-ising", shape=5) if name in DHAMS else WIDE_GAUSSIAN
+    and the rounding of the radius. On the Ising model's two-valued coordinates MH-uniform
+    can only get there by moving a share p < 1 of its coordinates (move scale below 1)."""
+    target = gradmc.target("discs-ising", shape=5) if model == "ising" else WIDE_GAUSSIAN
     trace = _sample(target, name, num_chains=ACCEPT_CHAINS, num_warmup=ACCEPT_WARMUP, num_draws=ACCEPT_DRAWS)
     aimed = ADAPTED[name][2]
     assert abs(trace.acceptance_rate - aimed) < 0.1, f"{name}: kept acceptance {trace.acceptance_rate:.3f}"
+    if name == "mh-uniform" and model == "ising":
+        assert np.all(np.asarray(trace.params["move_scale"]) < 1.0)
 
 
 # -- options --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "name, value", [("v-dhams", 0.9), ("o-dhams", 0.75), ("mh-uniform", 2), ("lattice-metropolis", 3)]
+    "name, option, value, stat",
+    [
+        ("v-dhams", "delta", 0.9, "step_size"),
+        ("o-dhams", "delta", 0.75, "step_size"),
+        ("mh-uniform", "radius", 2, "radius"),
+        ("mh-uniform", "move_probability", 0.3, "move_probability"),
+        ("lattice-metropolis", "radius", 3, "radius"),
+    ],
 )
-def test_adapt_none_keeps_the_value(name, value):
-    option = "delta" if name in DHAMS else "radius"
+def test_adapt_none_keeps_the_value(name, option, value, stat):
     sampler = gradmc.sampler(name, **{option: value}, adapt=None).bind(SMALL, 50)
     assert not sampler.adapts_in_warmup
     trace = _sample(SMALL, name, num_chains=2, num_warmup=20, num_draws=10, **{option: value, "adapt": None})
-    assert np.all(_stat(trace.stats, ADAPTED[name][1]) == np.float32(value))
+    assert np.all(_stat(trace.stats, stat) == np.float32(value))
 
 
 @pytest.mark.parametrize("name", list(ADAPTED))

@@ -413,8 +413,8 @@ def build_ordinal_gwg(
     return _gwg_sampler("ordinal-gwg", target, num_warmup, radius, num_flips, max_flips, adapt, target_accept)
 
 
-#: The acceptance rate MH-uniform's radius aims at in warm-up: every coordinate moves at
-#: once, a random walk in d dimensions, whose optimal acceptance tends to 0.234 as d grows
+#: The acceptance rate MH-uniform's move scale aims at in warm-up: many coordinates move at
+#: once, a random walk in many dimensions, whose optimal acceptance tends to 0.234 as d grows
 #: (Roberts, Gelman & Gilks 1997).
 RANDOM_WALK_ACCEPT = 0.234
 #: The acceptance rate the lattice Metropolis's radius aims at: one coordinate moves, a
@@ -423,7 +423,7 @@ SINGLE_SITE_ACCEPT = 0.44
 
 
 def _radius_sampler(name: str, module: ModuleType, target: Target, space, num_warmup, radius, adapt, target_accept):
-    """MH-uniform or the lattice Metropolis with radius r; with ``adapt`` the radius is
+    """The lattice Metropolis with radius r; with ``adapt`` the radius is
     adapted in warm-up as a real value towards ``target_accept`` (a larger radius is
     accepted less often) and frozen, rounded to an integer in {1, …, k − 1}, after; the
     kernel takes the rounded radius as a traced value.
@@ -460,34 +460,97 @@ def _radius_sampler(name: str, module: ModuleType, target: Target, space, num_wa
     )
 
 
+def _uniform_move(scale, space: DiscreteSpace):
+    """``(radius, move_probability)`` of MH-uniform's move scale u: u ≥ 1 moves every
+    coordinate within radius round(u) (the paper's proposal, r ≤ k − 1), u < 1 moves each
+    coordinate with probability u (at least 1/d) within radius 1. A larger u makes a
+    larger move, so it is adapted like a step size.
+    """
+    radius = jnp.clip(jnp.round(scale), 1, space.num_values - 1).astype(jnp.int32)
+    return radius, jnp.clip(scale, 1.0 / space.d, 1.0).astype(jnp.float32)
+
+
+def _kept_move_scale(scale, space: DiscreteSpace):
+    """The move scale u as the kernel uses it: rounded at or above 1, at least 1/d below."""
+    rounded = jnp.clip(jnp.round(scale), 1, space.num_values - 1)
+    return jnp.where(scale < 1.0, jnp.maximum(scale, 1.0 / space.d), rounded)
+
+
 @_register(
     "mh-uniform",
     "Metropolis-Hastings, uniform proposal on the hypercube of radius r (Rhodes & Gutmann 2022, App. G); "
-    "r adapted in warm-up",
+    "radius or share of coordinates moved adapted in warm-up",
 )
 def build_mh_uniform(
-    target: Target, num_warmup: int, radius=1, adapt="dual_averaging", target_accept=RANDOM_WALK_ACCEPT
+    target: Target,
+    num_warmup: int,
+    radius=1,
+    move_probability=1.0,
+    adapt="dual_averaging",
+    target_accept=RANDOM_WALK_ACCEPT,
 ):
-    """MH-uniform (:mod:`gradmc.discrete.uniform`), its radius r adapted in warm-up.
+    """MH-uniform (:mod:`gradmc.discrete.uniform`): each coordinate moves with probability p
+    to a uniform value within radius r; the size of the move adapted in warm-up.
+
+    One number sets the size of the move, the move scale u: u ≥ 1 is the paper's proposal
+    with r = round(u) (every coordinate moves), u < 1 moves each coordinate with probability
+    p = u within r = 1. The warm-up adapts u (``trace.params["move_scale"]``); on a binary
+    model, where r = 1 already spans both values, only p can make the move smaller.
 
     Parameters
     ----------
     target : gradmc.base.Target
         A target on a discrete space.
     num_warmup : int
-        Warm-up steps: r follows ``adapt`` during them and is frozen, rounded, after.
+        Warm-up steps: u follows ``adapt`` during them and is frozen after.
     radius : int
-        r ≥ 1: the first value of the warm-up, or the value used throughout with
-        ``adapt=None`` (2 / 1 for poly2 / poly4 in the paper).
+        r ≥ 1: with ``adapt=None`` the radius used throughout (2 / 1 for poly2 / poly4 in
+        the paper); with adaptation the warm-up starts from u = r·p.
+    move_probability : float
+        p in (0, 1], the probability that a coordinate moves: with ``adapt=None`` used
+        throughout (1, every coordinate, is the paper's proposal).
     adapt : {"dual_averaging", "robbins_monro", None}
-        The warm-up rule (dual averaging of log r towards ``target_accept``, r kept in
-        {1, …, k − 1} for k values per coordinate); None keeps r.
+        The warm-up rule (dual averaging of log u towards ``target_accept``, u kept in
+        [1/d, k − 1] for k values per coordinate); None keeps r and p.
     target_accept : float
         The mean acceptance probability aimed at (default 0.234, the optimal acceptance of
-        a random walk that moves every coordinate, Roberts, Gelman & Gilks 1997).
+        a random walk that moves many coordinates at once, Roberts, Gelman & Gilks 1997).
     """
     space = check_space(target, "mh-uniform")
-    return _radius_sampler("mh-uniform", uniform, target, space, num_warmup, radius, adapt, target_accept)
+    radius = check_radius(radius)
+    move_probability = uniform.check_move_probability(move_probability)
+    rule = _warmup_rule(adapt, target_accept, num_warmup)
+    kernel = uniform.build_kernel()
+
+    def move_stats(state, info, radius, move_probability, **scale):
+        extra = {"radius": jnp.asarray(radius, jnp.float32), "move_probability": move_probability, **scale}
+        return stats(state, info, num_grad_evals=0, extra=extra)
+
+    def adapted_stats(state, info, scale):
+        kept = _kept_move_scale(scale, space).astype(jnp.float32)
+        return move_stats(state, info, *_uniform_move(kept, space), move_scale=kept)
+
+    if rule is None:
+        return fixed_sampler(
+            "mh-uniform",
+            lambda key, position: uniform.init(position, target.logdensity_fn),
+            lambda key, state, radius, move_probability: kernel(
+                key, state, target.logdensity_fn, space, radius, move_probability
+            ),
+            {"radius": radius, "move_probability": move_probability},
+            lambda state, info, params: move_stats(state, info, params["radius"], params["move_probability"]),
+        )
+    return step_size_sampler(
+        "mh-uniform",
+        uniform.init,
+        lambda key, state, logdensity_fn, scale: kernel(key, state, logdensity_fn, space, *_uniform_move(scale, space)),
+        target.logdensity_fn,
+        float(radius) * float(move_probability),
+        rule,
+        adapted_stats,
+        parameter="move_scale",
+        kept_value=lambda scale: _kept_move_scale(scale, space),
+    )
 
 
 @_register(
@@ -922,7 +985,7 @@ KERNELS: dict[str, KernelEntry] = {
     "block-gibbs": KernelEntry(block_gibbs, ("M", "step_size")),
     "gwg": KernelEntry(gwg, ("num_flips",)),
     "ordinal-gwg": KernelEntry(gwg, ("radius", "num_flips")),
-    "mh-uniform": KernelEntry(uniform, ("radius",)),
+    "mh-uniform": KernelEntry(uniform, ("radius", "move_probability")),
     "gibbs": KernelEntry(gibbs, ("scan",)),
     "lattice-metropolis": KernelEntry(lattice_metropolis, ("radius",)),
 }

@@ -6,6 +6,13 @@ clipped to the value set, independently (the current value included). At the edg
 the value set the box is smaller, so q is not symmetric: the MH test carries the
 Hastings correction Σ_i log n_i(s) − Σ_i log n_i(s'), n_i the box size per coordinate.
 On Categorical spaces the box is over category indices. Gradient-free.
+
+With a move probability p < 1 each coordinate joins the move independently with
+probability p and the others keep their values; the set of moving coordinates does not
+depend on the state, so it is the same in the reverse move and the correction is the
+same sum (a coordinate that keeps its value has the same box both ways). p = 1 is the
+paper's proposal. On two-valued coordinates (binary models) r = 1 already spans every
+value, so p is the only way to make the move smaller.
 """
 
 from __future__ import annotations
@@ -14,16 +21,24 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from blackjax.base import build_sampling_algorithm
 
 from gradmc import random
 from gradmc.base import SamplingAlgorithm
-from gradmc.checks import check_radius
+from gradmc.checks import check_radius, is_concrete
 from gradmc.discrete import proposals
 from gradmc.discrete.proposals import DiscreteInfo, ValueState
 from gradmc.spaces import DiscreteSpace
 
-__all__ = ["ValueState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api"]
+__all__ = [
+    "ValueState",
+    "DiscreteInfo",
+    "init",
+    "build_kernel",
+    "check_move_probability",
+    "as_top_level_api",
+]
 
 init = proposals.init_value
 
@@ -35,10 +50,15 @@ def _box(index, radius, k):
 
 
 def build_kernel():
-    """``kernel(key, state, logdensity_fn, space, radius=1) -> (ValueState, DiscreteInfo)``."""
+    """``kernel(key, state, logdensity_fn, space, radius=1, move_probability=1.0) -> (ValueState, DiscreteInfo)``.
 
-    def kernel(rng_key, state: ValueState, logdensity_fn: Callable, space: DiscreteSpace, radius=1):
-        key_prop, key_mh = jax.random.split(rng_key)
+    ``radius`` and ``move_probability`` may be traced (a warm-up adapts them).
+    """
+
+    def kernel(
+        rng_key, state: ValueState, logdensity_fn: Callable, space: DiscreteSpace, radius=1, move_probability=1.0
+    ):
+        key_prop, key_moving, key_mh = jax.random.split(rng_key, 3)
         k = space.num_values
         index = space.to_index(state.position)
         low, size = _box(index, radius, k)
@@ -46,16 +66,35 @@ def build_kernel():
         # block), reduced modulo the box size: relative bias below size / 2^32, far under
         # float32 resolution (jax.random.randint draws two words per value).
         offset = random.bits(key_prop, index.shape) % size.astype(jnp.uint32)
-        new_index = low + offset.astype(jnp.int32)
+        moving = random.uniform(key_moving, index.shape) < move_probability
+        new_index = jnp.where(moving, low + offset.astype(jnp.int32), index)
         proposed = init(space.from_index(new_index), logdensity_fn)
         _, size_rev = _box(new_index, radius, k)
+        # a coordinate that keeps its value has the same box both ways: its term is 0
         log_correction = jnp.sum(jnp.log(size.astype(jnp.float32) / size_rev.astype(jnp.float32)))
         return proposals.metropolis(key_mh, state, proposed, log_correction)
 
     return kernel
 
 
-def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, radius=1) -> SamplingAlgorithm:
+def check_move_probability(value) -> jax.Array:
+    """A move probability 0 < p ≤ 1, as float32 (tracers pass unchecked).
+
+    Parameters
+    ----------
+    value : float or tracer
+        The probability that a coordinate joins a move.
+    """
+    if is_concrete(value):
+        v = np.asarray(value, np.float64)
+        if v.shape != () or not 0.0 < v <= 1.0:
+            raise ValueError(f"move_probability must lie in (0, 1], got {value!r}")
+    return jnp.asarray(value, jnp.float32)
+
+
+def as_top_level_api(
+    logdensity_fn: Callable, space: DiscreteSpace, radius=1, move_probability=1.0
+) -> SamplingAlgorithm:
     """BlackJAX-style ``SamplingAlgorithm`` of MH-uniform.
 
     Parameters
@@ -66,5 +105,8 @@ def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, radius=1) ->
         The target's space.
     radius : int
         r ≥ 1, the half-width of the box.
+    move_probability : float
+        p in (0, 1], the probability that a coordinate moves (1: all of them, the paper's).
     """
-    return build_sampling_algorithm(build_kernel(), init, logdensity_fn, kernel_args=(space, check_radius(radius)))
+    kernel_args = (space, check_radius(radius), check_move_probability(move_probability))
+    return build_sampling_algorithm(build_kernel(), init, logdensity_fn, kernel_args=kernel_args)
