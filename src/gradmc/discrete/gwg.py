@@ -9,22 +9,20 @@ Ordinal; on Categorical, GWG's Hamming ball of radius 1 is every other category 
 row (the radius has no meaning there). The logits of all d·k candidates come from one
 gradient; the MH test uses the reverse proposal from s' (eq. 2).
 
-Multi-flip GWG (``max_flips > 1``) changes R distinct coordinates at once, R drawn
-uniformly from {1, …, L} afresh at every step, L = ``num_flips`` ≤ ``max_flips`` (the
-number-of-flips idea of DISCS's adaptive locally balanced samplers; drawing R, rather than
-fixing it, keeps the chain irreducible: a fixed even number of flips would preserve the
-parity of a binary state). Given R, the coordinates are drawn one after another without
-replacement, each with probability proportional to the total weight
-Σ_j exp(½∇f(s)ᵀ(s' − s)) of its moves, and each coordinate's move from its own moves — all
-weights from the one gradient at s. The ordered list of coordinates is an auxiliary
-variable: the reverse proposal from s' returns the same coordinates in the same order, so
-the MH ratio uses the probabilities of the two ordered lists,
+Multi-flip GWG (``multi_flip=True``) changes many coordinates at once, their expected
+number set by L = ``num_flips``, a real number that the warm-up adapts (the idea of DISCS's
+adaptive locally balanced samplers, which draw L moves with replacement). With p_ij the
+one-flip proposal's probability of move j of coordinate i (all logits from the one
+gradient at s) and w_i = Σ_j p_ij, every coordinate moves independently,
 
-    log q(s | s') − log q(s' | s) = Σ_{r<R} [ℓ'(i_r, back_r) − log Σ_{i ∉ {i_<r}} w'_i]
-                                   − Σ_{r<R} [ℓ(i_r, j_r) − log Σ_{i ∉ {i_<r}} w_i],
+    coordinate i keeps its value with probability exp(−L·w_i), and otherwise takes move j
+    with probability (1 − exp(−L·w_i))·p_ij / w_i.
 
-which makes the move on (s, R, list) an involution, hence reversible for f. The ordered draw
-is a Gumbel top-R of the coordinates' log weights (the Plackett–Luce order).
+On two-valued coordinates this is exactly drawing N ~ Poisson(L) moves with replacement
+from p and flipping every coordinate drawn at least once (Poisson thinning). The proposal
+factorises over coordinates, so the reverse move from s' is scored the same way with the
+gradient at s' and the MH ratio needs no auxiliary variable; the number of changes is
+random, so no parity is preserved. A step costs O(d·k) whatever L is.
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ import jax.numpy as jnp
 from blackjax.base import build_sampling_algorithm
 
 from gradmc.base import SamplingAlgorithm
-from gradmc.checks import check_positive, check_radius
+from gradmc.checks import check_positive_param, check_radius
 from gradmc.discrete import proposals
 from gradmc.discrete.proposals import DiscreteInfo, DiscreteState, sample_logits_scored
 from gradmc.spaces import Categorical, DiscreteSpace
@@ -80,62 +78,52 @@ def move_logits(position, grad, space: DiscreteSpace, radius) -> jax.Array:
     return jnp.where(allowed, 0.5 * change, -jnp.inf)
 
 
-def _ordered_log_probability(logits, site_weights, sites, moves, active) -> jax.Array:
-    """Log probability of drawing ``(sites[r], moves[r])`` for the active r in order, each
-    coordinate without replacement with weight w_i = Σ_j exp(logits[i, j]) (see module doc);
-    ``site_weights`` holds log w_i.
-
-    The normaliser of draw r, Σ over coordinates not drawn before r, is the weight of the
-    coordinates never drawn plus the suffix sum of the drawn ones from r on: a sum of
-    positive terms (no cancellation), O(d + R).
+def _multi_flip_logits(logits, num_flips) -> jax.Array:
+    """Logits ``(d, m + 1)`` of each coordinate's options in a multi-flip step (module doc):
+    option 0 keeps the value, option 1 + j takes move j. ``logits`` are the one-flip
+    proposal's ``(d, m)`` move logits, ``num_flips`` is L.
     """
-    drawn = jnp.zeros(logits.shape[0], bool).at[jnp.where(active, sites, logits.shape[0])].set(True, mode="drop")
-    never_drawn = jax.nn.logsumexp(jnp.where(drawn, -jnp.inf, site_weights))
-    suffix = jax.lax.cumlogsumexp(jnp.where(active, site_weights[sites], -jnp.inf), reverse=True)
-    denominators = jnp.logaddexp(never_drawn, suffix)
-    return jnp.sum(jnp.where(active, logits[sites, moves] - denominators, 0.0))
+    log_p = logits - jax.nn.logsumexp(logits)  # log p_ij over all d·m moves
+    log_w = jax.nn.logsumexp(log_p, axis=1, keepdims=True)
+    rate = num_flips * jnp.exp(log_w)  # L·w_i
+    log_move = jnp.log(-jnp.expm1(-rate))  # log(1 − exp(−L·w_i))
+    return jnp.concatenate([-rate, log_move + log_p - log_w], axis=1)
 
 
-def _multi_flip_step(key, state: DiscreteState, logdensity_fn, space: DiscreteSpace, radius, num_flips, max_flips):
-    """One multi-flip GWG step changing R ~ U{1, …, num_flips} coordinates (module doc)."""
-    key_count, key_sites, key_moves, key_mh = jax.random.split(key, 4)
-    logits = move_logits(state.position, state.grad, space, radius)  # (d, m)
-    d, m = logits.shape
-    site_weights = jax.nn.logsumexp(logits, axis=1)
-    _, sites = jax.lax.top_k(site_weights + jax.random.gumbel(key_sites, (d,), site_weights.dtype), max_flips)
-    moves = jax.random.categorical(key_moves, logits[sites], axis=-1)
-    active = jnp.arange(max_flips) < jax.random.randint(key_count, (), 1, num_flips + 1)
+def _multi_flip_step(key, state: DiscreteState, logdensity_fn, space: DiscreteSpace, radius, num_flips):
+    """One multi-flip GWG step: each coordinate moves independently (module doc)."""
+    key_prop, key_mh = jax.random.split(key)
+    options = _multi_flip_logits(move_logits(state.position, state.grad, space, radius), num_flips)
+    chosen, log_forward = sample_logits_scored(key_prop, options)  # (d,): 0 keeps, 1 + j moves
     values = jnp.asarray(space.values, state.position.dtype)
-    if m == 1:
-        new_values, back = values[0] + values[1] - state.position[sites], jnp.zeros_like(moves)
-    else:
-        new_values, back = values[moves], space.to_index(state.position[sites])
-    targets = jnp.where(active, sites, d)  # inactive draws change nothing
-    proposed = init(state.position.at[targets].set(new_values, mode="drop"), logdensity_fn)
-    log_forward = _ordered_log_probability(logits, site_weights, sites, moves, active)
-    rev_logits = move_logits(proposed.position, proposed.grad, space, radius)
-    log_reverse = _ordered_log_probability(rev_logits, jax.nn.logsumexp(rev_logits, axis=1), sites, back, active)
-    return proposals.metropolis(key_mh, state, proposed, log_reverse - log_forward)
+    if options.shape[1] == 2:  # the flip; its reverse is the flip back
+        new_position, back = jnp.where(chosen == 1, values[0] + values[1] - state.position, state.position), 1
+    else:  # move j sets value index j (a one-hot row on Categorical); the reverse returns
+        moved = (chosen > 0).reshape(chosen.shape + (1,) * (state.position.ndim - 1))
+        new_position = jnp.where(moved, values[jnp.maximum(chosen - 1, 0)], state.position)
+        back = 1 + space.to_index(state.position)
+    proposed = init(new_position, logdensity_fn)
+    rev_options = _multi_flip_logits(move_logits(proposed.position, proposed.grad, space, radius), num_flips)
+    rev_normaliser = jax.nn.logsumexp(rev_options, axis=1)
+    rev_chosen = jnp.where(chosen > 0, back, 0)
+    log_reverse = jnp.take_along_axis(rev_options, rev_chosen[:, None], axis=1)[:, 0] - rev_normaliser
+    return proposals.metropolis(key_mh, state, proposed, jnp.sum(log_reverse) - jnp.sum(log_forward))
 
 
-def build_kernel(max_flips: int = 1):
-    """``kernel(key, state, logdensity_fn, space, radius=1, num_flips=1) -> (DiscreteState, DiscreteInfo)``.
+def build_kernel(multi_flip: bool = False):
+    """``kernel(key, state, logdensity_fn, space, radius=1, num_flips=1.0) -> (DiscreteState, DiscreteInfo)``.
 
     Parameters
     ----------
-    max_flips : int
-        The largest ``num_flips`` the kernel takes (static; 1: the one-change GWG of the
-        paper). With ``max_flips > 1`` a step changes R ~ U{1, …, num_flips} coordinates,
-        ``num_flips`` an integer in [1, max_flips] (it may be traced).
+    multi_flip : bool
+        False: the one-change GWG of the paper (``num_flips`` is ignored). True: every
+        coordinate may move, L = ``num_flips`` > 0 the expected number of moves drawn
+        (module doc; it may be traced).
     """
-    check_positive("max_flips", max_flips, integer=True)
-    max_flips = int(max_flips)
 
-    def kernel(rng_key, state: DiscreteState, logdensity_fn: Callable, space: DiscreteSpace, radius=1, num_flips=1):
-        if max_flips > 1:
-            most = min(max_flips, space.d)  # at most every coordinate (every row of a Categorical)
-            flips = jnp.clip(jnp.asarray(num_flips, jnp.int32), 1, most)
-            return _multi_flip_step(rng_key, state, logdensity_fn, space, radius, flips, most)
+    def kernel(rng_key, state: DiscreteState, logdensity_fn: Callable, space: DiscreteSpace, radius=1, num_flips=1.0):
+        if multi_flip:
+            return _multi_flip_step(rng_key, state, logdensity_fn, space, radius, num_flips)
         key_prop, key_mh = jax.random.split(rng_key)
         logits = move_logits(state.position, state.grad, space, radius)
         m = logits.shape[1]
@@ -156,8 +144,7 @@ def build_kernel(max_flips: int = 1):
 
 
 def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, radius=1, num_flips=1) -> SamplingAlgorithm:
-    """BlackJAX-style ``SamplingAlgorithm`` of GWG (``radius`` 1) or ordinal-GWG, changing
-    ``num_flips`` coordinates per step.
+    """BlackJAX-style ``SamplingAlgorithm`` of GWG (``radius`` 1) or ordinal-GWG.
 
     Parameters
     ----------
@@ -167,10 +154,11 @@ def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, radius=1, nu
         The target's space.
     radius : int
         r ≥ 1, how far along its axis one coordinate may move (no meaning on Categorical).
-    num_flips : int
-        A step changes R ~ U{1, …, num_flips} coordinates (1: the paper's GWG).
+    num_flips : float
+        1: the paper's one-change GWG; otherwise the multi-flip proposal with L =
+        ``num_flips`` expected moves drawn per step.
     """
-    check_positive("num_flips", num_flips, integer=True)
+    num_flips = check_positive_param("num_flips", num_flips)
     return build_sampling_algorithm(
-        build_kernel(int(num_flips)), init, logdensity_fn, kernel_args=(space, check_radius(radius), num_flips)
+        build_kernel(bool(num_flips != 1)), init, logdensity_fn, kernel_args=(space, check_radius(radius), num_flips)
     )

@@ -33,7 +33,7 @@ from gradmc.adapt.preconditioner import DEFAULTS as LEARNING_DEFAULTS
 from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
 from gradmc.adapt.step_size import fixed_rule, rule_by_name, step_size_sampler
 from gradmc.base import BoundSampler, SamplingAlgorithm, Target
-from gradmc.checks import check_positive, check_positive_param, check_radius, check_symmetric, is_concrete
+from gradmc.checks import check_positive_param, check_radius, check_symmetric, is_concrete
 from gradmc.diagnostics.health import RunWarning
 from gradmc.discrete import avg, block_gibbs, gibbs, gwg, hams, lattice_metropolis, ncg, pavg, uniform
 from gradmc.discrete.proposals import check_space, fixed_sampler, stats
@@ -302,23 +302,21 @@ def build_block_gibbs(target: Target, num_warmup: int, M=None, step_size=1.0):
 # -- local moves: GWG, ordinal-GWG, MH-uniform, Gibbs, lattice Metropolis ------------------------
 
 
-def _gwg_sampler(name: str, target: Target, num_warmup, radius, num_flips, max_flips, adapt, target_accept):
-    """GWG or ordinal-GWG changing ``num_flips`` coordinates per step; with ``adapt`` the
-    number of flips is adapted in warm-up towards ``target_accept`` (at most ``max_flips``)
-    and frozen, rounded, after.
+def _gwg_sampler(name: str, target: Target, num_warmup, radius, num_flips, adapt, target_accept):
+    """GWG or ordinal-GWG. ``num_flips=1`` without adaptation is the paper's one-change
+    kernel; otherwise the multi-flip kernel with L = ``num_flips`` expected moves drawn per
+    step, adapted in warm-up towards ``target_accept`` within [1, d] and frozen after.
     """
     space = check_space(target, name)
     radius = check_radius(radius)
-    check_positive("num_flips", num_flips, integer=True)
-    check_positive("max_flips", max_flips, integer=True)
+    num_flips = float(check_positive_param("num_flips", num_flips))
     rule = _warmup_rule(adapt, target_accept, num_warmup)
-    most = min(int(max_flips), space.d) if rule is not None else int(num_flips)
-    if int(num_flips) > most:
-        raise ValueError(f"num_flips must be at most max_flips = {max_flips} and the number of coordinates {space.d}")
-    kernel = gwg.build_kernel(most)
+    if num_flips > space.d:
+        raise ValueError(f"num_flips must be at most the number of coordinates {space.d}, got {num_flips}")
+    kernel = gwg.build_kernel(multi_flip=rule is not None or num_flips != 1.0)
 
-    def flips(value):
-        return jnp.clip(jnp.round(value), 1, most).astype(jnp.int32)
+    def flips(value):  # beyond d draws the moves become near-certain: a chain that only oscillates
+        return jnp.clip(value, 1.0, float(space.d))
 
     def step_stats(state, info, value):
         return stats(state, info, extra={"num_flips": flips(value).astype(jnp.float32)})
@@ -328,7 +326,7 @@ def _gwg_sampler(name: str, target: Target, num_warmup, radius, num_flips, max_f
         gwg.init,
         lambda key, state, logdensity_fn, value: kernel(key, state, logdensity_fn, space, radius, flips(value)),
         target.logdensity_fn,
-        float(num_flips),
+        num_flips,
         rule,
         step_stats,
         parameter="num_flips",
@@ -340,51 +338,39 @@ def _gwg_sampler(name: str, target: Target, num_warmup, radius, num_flips, max_f
     "gwg",
     "Gibbs-with-Gradients (Grathwohl et al. 2021; eq. 6); coordinates changed per step adapted in warm-up",
 )
-def build_gwg(
-    target: Target,
-    num_warmup: int,
-    num_flips=1,
-    adapt="dual_averaging",
-    target_accept=TARGET_ACCEPT,
-    max_flips=64,
-):
-    """Gibbs-with-Gradients (:mod:`gradmc.discrete.gwg`): a step changes R ~ U{1, …, L}
-    coordinates, L = ``num_flips`` adapted in warm-up.
+def build_gwg(target: Target, num_warmup: int, num_flips=1.0, adapt="dual_averaging", target_accept=TARGET_ACCEPT):
+    """Gibbs-with-Gradients (:mod:`gradmc.discrete.gwg`): each step changes about L =
+    ``num_flips`` coordinates, L adapted in warm-up.
 
-    ``num_flips=1, adapt=None`` is the paper's GWG (a Hamming ball of radius 1).
+    ``num_flips=1, adapt=None`` is the paper's GWG (one coordinate per step, a Hamming ball
+    of radius 1). Otherwise every coordinate may change: coordinate i moves with
+    probability 1 − exp(−L·w_i), w_i its probability under the one-change proposal (the
+    module doc says why this is exact); a step costs the same whatever L.
 
     Parameters
     ----------
     target : gradmc.base.Target
         A target on a discrete space.
     num_warmup : int
-        Warm-up steps: the number of flips follows ``adapt`` during them and is frozen after.
-    num_flips : int
-        L, the most coordinates a step changes (R ~ U{1, …, L}): the first value of the
-        warm-up, or the value used throughout with ``adapt=None``.
+        Warm-up steps: L follows ``adapt`` during them and is frozen after.
+    num_flips : float
+        L in (0, d], the expected number of moves drawn per step: the first value of the
+        warm-up (it stays within [1, d]: at L = d and even weights each coordinate moves
+        with probability 1 − e⁻¹, and a larger L would make every move near-certain, a
+        chain that only oscillates), or the value used throughout with ``adapt=None``.
     adapt : {"dual_averaging", "robbins_monro", None}
         The warm-up rule for L (towards ``target_accept``); None keeps it.
     target_accept : float
         The mean acceptance probability aimed at (default 0.574, as DISCS's adaptive GWG).
-    max_flips : int
-        The largest L the warm-up may reach. A step's cost grows with it (a top-``max_flips``
-        selection over the coordinates): on DISCS's 25×25 Ising model (100 chains, 10,000
-        steps) 32 / 64 / 256 took 22 / 36 / 112 s for ESS per step 0.0161 / 0.0165 / 0.0167.
     """
-    return _gwg_sampler("gwg", target, num_warmup, 1, num_flips, max_flips, adapt, target_accept)
+    return _gwg_sampler("gwg", target, num_warmup, 1, num_flips, adapt, target_accept)
 
 
 @_register(
     "ordinal-gwg", "ordinal Gibbs-with-Gradients: one coordinate moves up to r values (Rhodes & Gutmann 2022, App. G)"
 )
 def build_ordinal_gwg(
-    target: Target,
-    num_warmup: int,
-    radius=1,
-    num_flips=1,
-    adapt="dual_averaging",
-    target_accept=TARGET_ACCEPT,
-    max_flips=64,
+    target: Target, num_warmup: int, radius=1, num_flips=1.0, adapt="dual_averaging", target_accept=TARGET_ACCEPT
 ):
     """Ordinal Gibbs-with-Gradients (:mod:`gradmc.discrete.gwg`) on ordered values.
 
@@ -398,19 +384,17 @@ def build_ordinal_gwg(
         Warm-up steps: the number of coordinates moved follows ``adapt`` during them.
     radius : int
         r ≥ 1 (the paper tunes it, e.g. 16 / 8 for poly2 / poly4).
-    num_flips : int
-        L, the most coordinates a step moves (R ~ U{1, …, L}): the first value of the
-        warm-up, or the value used throughout with ``adapt=None``.
+    num_flips : float
+        L > 0, the expected number of moves drawn per step (as for ``gwg``): the first
+        value of the warm-up, or the value used throughout with ``adapt=None``.
     adapt : {"dual_averaging", "robbins_monro", None}
-        The warm-up rule for the number of coordinates moved; None keeps it.
+        The warm-up rule for L; None keeps it.
     target_accept : float
         The mean acceptance probability aimed at (default 0.574).
-    max_flips : int
-        The largest L the warm-up may reach.
     """
     if isinstance(target.space, Categorical):
         raise ValueError("ordinal-gwg needs ordered values (Binary, Spin, Ordinal); use gwg on Categorical spaces")
-    return _gwg_sampler("ordinal-gwg", target, num_warmup, radius, num_flips, max_flips, adapt, target_accept)
+    return _gwg_sampler("ordinal-gwg", target, num_warmup, radius, num_flips, adapt, target_accept)
 
 
 #: The acceptance rate MH-uniform's move scale aims at in warm-up: many coordinates move at
