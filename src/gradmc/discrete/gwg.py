@@ -37,6 +37,7 @@ from gradmc.base import SamplingAlgorithm
 from gradmc.checks import check_positive_param, check_radius
 from gradmc.discrete import proposals
 from gradmc.discrete.proposals import DiscreteInfo, DiscreteState, sample_logits_scored
+from gradmc.random import uniform
 from gradmc.spaces import Categorical, DiscreteSpace
 
 __all__ = ["DiscreteState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api", "move_logits"]
@@ -86,27 +87,39 @@ def _multi_flip_logits(logits, num_flips) -> jax.Array:
     log_p = logits - jax.nn.logsumexp(logits)  # log p_ij over all d·m moves
     log_w = jax.nn.logsumexp(log_p, axis=1, keepdims=True)
     rate = num_flips * jnp.exp(log_w)  # L·w_i
-    log_move = jnp.log(-jnp.expm1(-rate))  # log(1 − exp(−L·w_i))
-    return jnp.concatenate([-rate, log_move + log_p - log_w], axis=1)
+    return jnp.concatenate([-rate, _log_move(rate) + log_p - log_w], axis=1)
+
+
+def _log_move(rate) -> jax.Array:
+    """log(1 − exp(−rate)): the log-probability that a coordinate with rate L·w_i moves."""
+    return jnp.log(-jnp.expm1(-rate))
 
 
 def _multi_flip_step(key, state: DiscreteState, logdensity_fn, space: DiscreteSpace, radius, num_flips):
     """One multi-flip GWG step: each coordinate moves independently (module doc)."""
     key_prop, key_mh = jax.random.split(key)
-    options = _multi_flip_logits(move_logits(state.position, state.grad, space, radius), num_flips)
-    chosen, log_forward = sample_logits_scored(key_prop, options)  # (d,): 0 keeps, 1 + j moves
+    logits = move_logits(state.position, state.grad, space, radius)
     values = jnp.asarray(space.values, state.position.dtype)
-    if options.shape[1] == 2:  # the flip; its reverse is the flip back
-        new_position, back = jnp.where(chosen == 1, values[0] + values[1] - state.position, state.position), 1
-    else:  # move j sets value index j (a one-hot row on Categorical); the reverse returns
-        moved = (chosen > 0).reshape(chosen.shape + (1,) * (state.position.ndim - 1))
-        new_position = jnp.where(moved, values[jnp.maximum(chosen - 1, 0)], state.position)
-        back = 1 + space.to_index(state.position)
-    proposed = init(new_position, logdensity_fn)
+    if logits.shape[1] == 1:  # two-valued: coordinate i flips with probability 1 − exp(−L·p_i)
+
+        def flip_rates(logits):
+            return num_flips * jax.nn.softmax(logits[:, 0])
+
+        rate = flip_rates(logits)
+        flip = uniform(key_prop, rate.shape, rate.dtype) < -jnp.expm1(-rate)
+        proposed = init(jnp.where(flip, values[0] + values[1] - state.position, state.position), logdensity_fn)
+        rev_rate = flip_rates(move_logits(proposed.position, proposed.grad, space, radius))
+        log_ratio = jnp.where(flip, _log_move(rev_rate) - _log_move(rate), rate - rev_rate)
+        return proposals.metropolis(key_mh, state, proposed, jnp.sum(log_ratio))
+    options = _multi_flip_logits(logits, num_flips)
+    chosen, log_forward = sample_logits_scored(key_prop, options)  # (d,): 0 keeps, 1 + j moves
+    # move j sets value index j (a one-hot row on Categorical); the reverse returns
+    moved = (chosen > 0).reshape(chosen.shape + (1,) * (state.position.ndim - 1))
+    proposed = init(jnp.where(moved, values[jnp.maximum(chosen - 1, 0)], state.position), logdensity_fn)
     rev_options = _multi_flip_logits(move_logits(proposed.position, proposed.grad, space, radius), num_flips)
-    rev_normaliser = jax.nn.logsumexp(rev_options, axis=1)
-    rev_chosen = jnp.where(chosen > 0, back, 0)
-    log_reverse = jnp.take_along_axis(rev_options, rev_chosen[:, None], axis=1)[:, 0] - rev_normaliser
+    rev_chosen = jnp.where(chosen > 0, 1 + space.to_index(state.position), 0)
+    log_reverse = jnp.take_along_axis(rev_options, rev_chosen[:, None], axis=1)[:, 0]
+    log_reverse = log_reverse - jax.nn.logsumexp(rev_options, axis=1)
     return proposals.metropolis(key_mh, state, proposed, jnp.sum(log_reverse) - jnp.sum(log_forward))
 
 
