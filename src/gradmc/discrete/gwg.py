@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from blackjax.base import build_sampling_algorithm
 
 from gradmc.base import SamplingAlgorithm
-from gradmc.checks import check_positive_param, check_radius
+from gradmc.checks import check_positive_param, check_radius, is_concrete
 from gradmc.discrete import proposals
 from gradmc.discrete.proposals import DiscreteInfo, DiscreteState, sample_logits_scored
 from gradmc.random import uniform
@@ -172,6 +172,7 @@ def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, radius=1, nu
         ``num_flips`` expected moves drawn per step.
     """
     num_flips = check_positive_param("num_flips", num_flips)
+    multi_flip = not is_concrete(num_flips) or float(num_flips) != 1.0
     return build_sampling_algorithm(
-        build_kernel(bool(num_flips != 1)), init, logdensity_fn, kernel_args=(space, check_radius(radius), num_flips)
+        build_kernel(multi_flip), init, logdensity_fn, kernel_args=(space, check_radius(radius), num_flips)
     )

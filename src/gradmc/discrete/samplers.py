@@ -504,7 +504,7 @@ def build_mh_uniform(
     radius = check_radius(radius)
     move_probability = uniform.check_move_probability(move_probability)
     rule = _warmup_rule(adapt, target_accept, num_warmup)
-    kernel = uniform.build_kernel()
+    kernel = uniform.build_kernel(partial=rule is not None or uniform.is_partial(move_probability))
 
     def move_stats(state, info, radius, move_probability, **scale):
         extra = {"radius": jnp.asarray(radius, jnp.float32), "move_probability": move_probability, **scale}

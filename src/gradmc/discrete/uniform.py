@@ -37,6 +37,7 @@ __all__ = [
     "init",
     "build_kernel",
     "check_move_probability",
+    "is_partial",
     "as_top_level_api",
 ]
 
@@ -49,10 +50,15 @@ def _box(index, radius, k):
     return low, jnp.minimum(index + radius, k - 1) - low + 1
 
 
-def build_kernel():
+def build_kernel(partial: bool = False):
     """``kernel(key, state, logdensity_fn, space, radius=1, move_probability=1.0) -> (ValueState, DiscreteInfo)``.
 
-    ``radius`` and ``move_probability`` may be traced (a warm-up adapts them).
+    Parameters
+    ----------
+    partial : bool
+        False: every coordinate moves (the paper's proposal; ``move_probability`` is
+        ignored). True: each coordinate moves with probability ``move_probability``.
+        ``radius`` and ``move_probability`` may be traced (a warm-up adapts them).
     """
 
     def kernel(
@@ -66,8 +72,9 @@ def build_kernel():
         # block), reduced modulo the box size: relative bias below size / 2^32, far under
         # float32 resolution (jax.random.randint draws two words per value).
         offset = random.bits(key_prop, index.shape) % size.astype(jnp.uint32)
-        moving = random.uniform(key_moving, index.shape) < move_probability
-        new_index = jnp.where(moving, low + offset.astype(jnp.int32), index)
+        new_index = low + offset.astype(jnp.int32)
+        if partial:
+            new_index = jnp.where(random.uniform(key_moving, index.shape) < move_probability, new_index, index)
         proposed = init(space.from_index(new_index), logdensity_fn)
         _, size_rev = _box(new_index, radius, k)
         # a coordinate that keeps its value has the same box both ways: its term is 0
@@ -92,6 +99,11 @@ def check_move_probability(value) -> jax.Array:
     return jnp.asarray(value, jnp.float32)
 
 
+def is_partial(move_probability) -> bool:
+    """Whether a move probability may be below 1 (a traced one may), i.e. needs ``build_kernel(partial=True)``."""
+    return not is_concrete(move_probability) or float(move_probability) < 1.0
+
+
 def as_top_level_api(
     logdensity_fn: Callable, space: DiscreteSpace, radius=1, move_probability=1.0
 ) -> SamplingAlgorithm:
@@ -108,5 +120,7 @@ def as_top_level_api(
     move_probability : float
         p in (0, 1], the probability that a coordinate moves (1: all of them, the paper's).
     """
-    kernel_args = (space, check_radius(radius), check_move_probability(move_probability))
-    return build_sampling_algorithm(build_kernel(), init, logdensity_fn, kernel_args=kernel_args)
+    move_probability = check_move_probability(move_probability)
+    kernel = build_kernel(is_partial(move_probability))
+    kernel_args = (space, check_radius(radius), move_probability)
+    return build_sampling_algorithm(kernel, init, logdensity_fn, kernel_args=kernel_args)
