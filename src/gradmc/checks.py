@@ -13,6 +13,7 @@ import numpy as np
 
 __all__ = [
     "is_concrete",
+    "check_move_probability",
     "check_positive",
     "check_positive_param",
     "check_radius",
@@ -93,6 +94,21 @@ def check_probability(name: str, value) -> float:
     if not 0.0 < v < 1.0:
         raise ValueError(f"{name} must lie in (0, 1), got {value}")
     return v
+
+
+def check_move_probability(value) -> jax.Array:
+    """A move probability 0 < p ≤ 1, as float32 (tracers pass unchecked).
+
+    Parameters
+    ----------
+    value : float or tracer
+        The probability that a coordinate joins a move.
+    """
+    if is_concrete(value):
+        v = np.asarray(value, np.float64)
+        if v.shape != () or not 0.0 < v <= 1.0:
+            raise ValueError(f"move_probability must lie in (0, 1], got {value!r}")
+    return jnp.asarray(value, jnp.float32)
 
 
 def check_square(matrix, what: str, dim: int | None = None) -> np.ndarray:

@@ -33,7 +33,7 @@ from gradmc.adapt.preconditioner import DEFAULTS as LEARNING_DEFAULTS
 from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
 from gradmc.adapt.step_size import fixed_rule, rule_by_name, step_size_sampler
 from gradmc.base import BoundSampler, SamplingAlgorithm, Target
-from gradmc.checks import check_positive_param, check_radius, check_symmetric, is_concrete
+from gradmc.checks import check_move_probability, check_positive_param, check_radius, check_symmetric, is_concrete
 from gradmc.diagnostics.health import RunWarning
 from gradmc.discrete import avg, block_gibbs, gibbs, gwg, hams, lattice_metropolis, ncg, pavg, uniform
 from gradmc.discrete.proposals import check_space, fixed_sampler, stats
@@ -455,9 +455,9 @@ def _uniform_move(scale, space: DiscreteSpace):
 
 
 def _kept_move_scale(scale, space: DiscreteSpace):
-    """The move scale u as the kernel uses it: rounded at or above 1, at least 1/d below."""
-    rounded = jnp.clip(jnp.round(scale), 1, space.num_values - 1)
-    return jnp.where(scale < 1.0, jnp.maximum(scale, 1.0 / space.d), rounded)
+    """The move scale u as the kernel uses it (:func:`_uniform_move`): r at or above 1, p below."""
+    radius, probability = _uniform_move(scale, space)
+    return jnp.where(scale < 1.0, probability, radius.astype(jnp.float32))
 
 
 @_register(
@@ -502,7 +502,7 @@ def build_mh_uniform(
     """
     space = check_space(target, "mh-uniform")
     radius = check_radius(radius)
-    move_probability = uniform.check_move_probability(move_probability)
+    move_probability = check_move_probability(move_probability)
     rule = _warmup_rule(adapt, target_accept, num_warmup)
     kernel = uniform.build_kernel(partial=rule is not None or uniform.is_partial(move_probability))
 
@@ -511,8 +511,7 @@ def build_mh_uniform(
         return stats(state, info, num_grad_evals=0, extra=extra)
 
     def adapted_stats(state, info, scale):
-        kept = _kept_move_scale(scale, space).astype(jnp.float32)
-        return move_stats(state, info, *_uniform_move(kept, space), move_scale=kept)
+        return move_stats(state, info, *_uniform_move(scale, space), move_scale=_kept_move_scale(scale, space))
 
     if rule is None:
         return fixed_sampler(

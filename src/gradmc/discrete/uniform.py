@@ -21,12 +21,11 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from blackjax.base import build_sampling_algorithm
 
 from gradmc import random
 from gradmc.base import SamplingAlgorithm
-from gradmc.checks import check_radius, is_concrete
+from gradmc.checks import check_move_probability, check_radius, is_concrete
 from gradmc.discrete import proposals
 from gradmc.discrete.proposals import DiscreteInfo, ValueState
 from gradmc.spaces import DiscreteSpace
@@ -36,7 +35,6 @@ __all__ = [
     "DiscreteInfo",
     "init",
     "build_kernel",
-    "check_move_probability",
     "is_partial",
     "as_top_level_api",
 ]
@@ -82,21 +80,6 @@ def build_kernel(partial: bool = False):
         return proposals.metropolis(key_mh, state, proposed, log_correction)
 
     return kernel
-
-
-def check_move_probability(value) -> jax.Array:
-    """A move probability 0 < p ≤ 1, as float32 (tracers pass unchecked).
-
-    Parameters
-    ----------
-    value : float or tracer
-        The probability that a coordinate joins a move.
-    """
-    if is_concrete(value):
-        v = np.asarray(value, np.float64)
-        if v.shape != () or not 0.0 < v <= 1.0:
-            raise ValueError(f"move_probability must lie in (0, 1], got {value!r}")
-    return jnp.asarray(value, jnp.float32)
 
 
 def is_partial(move_probability) -> bool:
