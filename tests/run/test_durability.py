@@ -225,9 +225,11 @@ def test_streaming_run_has_bounded_peak_memory(tmp_path):
     """Peak resident memory must not grow with the run's length when draws stream to disk.
 
     200 chains x 100 coordinates, chunks of 100 draws (8 MB). Going from 200 to 2,000 draws
-    adds 144 MB of float32 draws: the in-memory run must grow by at least that (so the test
-    can fail), the streamed run by less than 40 MB (the bound: a few chunks in flight and
-    the per-draw statistics, 7 scalars per chain and draw).
+    adds 144 MB of float32 draws: the in-memory run must grow by that less the noise allowance
+    (so the test can fail), the streamed run by less than the noise allowance, 40 MB (a few
+    chunks in flight and the per-draw statistics, 7 scalars per chain and draw). A peak only
+    errs upwards (allocator arenas, a busy machine), so a difference of two peaks can err by
+    the allowance either way; a measurement outside its bound is repeated once.
     """
     import arviz as az
 
@@ -249,13 +251,17 @@ def test_streaming_run_has_bounded_peak_memory(tmp_path):
         assert out.returncode == 0, out.stderr[-2000:]
         return int(out.stdout.strip().splitlines()[-1])
 
+    allowance = 40e6
+    added_draws = 200 * 1800 * 100 * 4
     # peak memory of the run itself, above the process's resident memory when it starts
     growth_memory = peak("memory", 2000) - peak("memory", 200)
+    if growth_memory < added_draws - allowance:
+        growth_memory = max(growth_memory, peak("memory", 2000) - peak("memory", 200))
     growth_stream = peak("stream", 2000) - peak("stream", 200)
-    if growth_stream >= 40e6:  # peaks only err upwards (allocator arenas, a busy machine): a real leak repeats
+    if growth_stream >= allowance:  # a real leak repeats
         growth_stream = min(growth_stream, peak("stream", 2000) - peak("stream", 200))
-    assert growth_memory >= 200 * 1800 * 100 * 4, growth_memory
-    assert growth_stream < 40e6, f"streamed run grew {growth_stream / 1e6:.0f} MB with 10x the draws"
+    assert growth_memory >= added_draws - allowance, f"in-memory run grew only {growth_memory / 1e6:.0f} MB"
+    assert growth_stream < allowance, f"streamed run grew {growth_stream / 1e6:.0f} MB with 10x the draws"
     posterior = az.from_netcdf(tmp_path / "stream2000" / "trace.nc").posterior["x"]
     assert posterior.shape == (200, 2000, 100) and np.isfinite(posterior.values[:, -1]).all()
 
