@@ -152,6 +152,23 @@ def test_acceptance_far_from_target(iid):
     assert run_warnings(off) == []
 
 
+def test_acceptance_above_target_at_the_end_of_the_range(iid):
+    """A tuned value held at a bound of its range in the last part of warm-up (PDHAMS's δ at
+    its floor on a quadratic target, where it is rejection-free at every δ) while accepting
+    more than the target is not flagged; the same rates with a value still moving are."""
+    params = {"step_size": np.ones(4, np.float32)}
+    accept = np.full((4, 1000), 0.95, np.float32)
+    falling = np.geomspace(1.0, 0.25, 100).astype(np.float32)
+    held = {
+        "acceptance_rate": np.full((4, 100), 0.95, np.float32),
+        "step_size": np.tile(np.maximum(falling, 0.5), (4, 1)),
+    }
+    assert run_warnings(fake_trace(iid, sampler="mala", acceptance_rate=accept, warmup=held, params=params)) == []
+    moving = {**held, "step_size": np.tile(falling, (4, 1))}
+    lines = run_warnings(fake_trace(iid, sampler="mala", acceptance_rate=accept, warmup=moving, params=params))
+    assert "acceptance rate 0.95, 0.95, 0.95 in chains 0, 1, 2" in only(lines, "target_accept=0.574")
+
+
 def test_adaptation_failure_from_params_and_warmup(iid):
     warm = {"acceptance_rate": np.ones((4, 100), np.float32), "step_size": np.ones((4, 100), np.float32)}
     params = {"step_size": np.array([np.inf, 1.0, 1.0, 1.0], np.float32)}

@@ -11,6 +11,8 @@ probe and its per-row fit, and the learned sparse path of V-/O-PDHAMS.
   flat position), and the fit recovers the Hessian of the quadratic Ising and Potts targets
   from warm-up moves, through ``gradmc.sample`` with no options; kept draws use the frozen
   model (rejection-free on these quadratic targets);
+* the same on the factorial HMM, whose Hessian has dense blocks (every pair of chains at a
+  time step);
 * φ ≠ 0 with a sparse W, and a Hessian with too many diagonals, are refused.
 """
 
@@ -217,6 +219,26 @@ def test_learned_sparse_w_is_the_hessian(learned):
     assert "W_couplings 49" in line and "D_min" in line, line  # 5 · 5 + 4 · 6 bonds
 
 
+FHMM = gradmc.target("discs-fhmm", shape=(6, 5))  # 6 time steps of 5 binary chains: d = 30
+
+
+def test_learned_sparse_w_with_dense_blocks():
+    """The factorial HMM's Hessian couples every pair of chains at one time step (a rank-one
+    block from the Gaussian likelihood: diagonals 1-4) and each chain to its next step
+    (diagonal 5): the probe finds all five diagonals, the fit returns the Hessian of this
+    quadratic target, and the kept draws are rejection-free."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
+        patch.setattr(discrete_samplers, "SPARSE_W_HISTORY", 200)
+        trace = gradmc.sample(FHMM, "o-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False)
+    model = jax.tree.map(lambda x: np.asarray(x)[0], trace.params["model"])
+    assert model.offsets == (1, 2, 3, 4, 5)
+    W, _ = second_order.structured_to_dense(model)
+    hessian = np.asarray(jax.hessian(FHMM.logdensity_fn)(jnp.full(30, 0.5)))
+    np.testing.assert_allclose(W, hessian, atol=1e-4 * np.abs(hessian).max())
+    assert np.all(trace.stats["acceptance_rate"] > 0.999)
+
+
 def test_kept_draws_use_the_frozen_model(learned):
     """With the exact W the kernel is rejection-free on this quadratic target (§7.10): a kept
     step that still explored (NCG, acceptance ≈ 0.57) or used another model would reject."""
@@ -239,6 +261,6 @@ def test_phi_needs_a_dense_w(monkeypatch):
 
 def test_a_dense_hessian_is_refused_above_the_dense_limit(monkeypatch):
     monkeypatch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
-    dense = Target("dense-quadratic", lambda x: 0.1 * jnp.sum(x) ** 2, Binary(24))
+    dense = Target("dense-quadratic", lambda x: 0.1 * jnp.sum(x) ** 2, Binary(sparse_model.MAX_OFFSETS + 16))
     with pytest.raises(ValueError, match="more. Pass W="):
         gradmc.sampler("v-pdhams").bind(dense, 400)

@@ -26,7 +26,6 @@ from gradmc.adapt.preconditioner import pool_chains
 from gradmc.discrete.second_order import (
     StructuredPreconditioner,
     edge_mask,
-    shift_down,
     shift_up,
     structured_preconditioner,
 )
@@ -46,8 +45,8 @@ __all__ = [
     "summary",
 ]
 
-#: The most distinct index offsets a learned sparse W may have (16 diagonals above the main one).
-MAX_OFFSETS = 16
+#: The most distinct index offsets a learned sparse W may have (64 diagonals above the main one).
+MAX_OFFSETS = 64
 
 
 class HessianPattern(NamedTuple):
@@ -160,11 +159,6 @@ def slots(offsets) -> tuple[int, ...]:
     return (0,) + tuple(offsets) + tuple(-o for o in offsets)
 
 
-def _shift(x, s: int):
-    """y[..., i] = x[..., i + s] (0 outside), for s of either sign."""
-    return shift_up(x, s) if s >= 0 else shift_down(x, -s)
-
-
 def lags(offsets) -> tuple[int, ...]:
     """The distinct differences r = s_b − s_a ≥ 0 of the shifts of :func:`slots`.
 
@@ -177,6 +171,13 @@ def lags(offsets) -> tuple[int, ...]:
     return tuple(sorted({abs(b - a) for a in shifts for b in shifts}))
 
 
+def _shifted(x, s):
+    """y[..., i] = x[..., i + s] (0 outside) for a traced shift s of either sign."""
+    d = x.shape[-1]
+    index = jnp.arange(d) + s
+    return jnp.where((index >= 0) & (index < d), jnp.roll(x, -s, axis=-1), 0.0)
+
+
 def structured_sums(moves, gradient_changes, offsets) -> tuple[jax.Array, jax.Array]:
     """The sums of the per-row regressions of PD eq. 38 restricted to the diagonals
     ``offsets`` (traced): the lag sums Q[r, j] = Σ_t Δ_t[j] Δ_t[j + r] for r in
@@ -184,8 +185,9 @@ def structured_sums(moves, gradient_changes, offsets) -> tuple[jax.Array, jax.Ar
 
     Both are linear in the records, so they pool over chains by a mean; the normal matrix
     of row i, A[a, b, i] = Σ_t Δ_t[i + s_a] Δ_t[i + s_b] = Q[|s_b − s_a|, i + min(s_a, s_b)],
-    is assembled after pooling (:func:`normal_matrices`). Per chain: (len(lags) + 2
-    len(offsets) + 1) · d floats.
+    is assembled after pooling (:func:`normal_matrices`). One lag or shift at a time
+    (``lax.map``), so the work memory is that of the records, whatever the number of
+    offsets; the result per chain: (len(lags) + 2 len(offsets) + 1) · d floats.
 
     Parameters
     ----------
@@ -194,13 +196,14 @@ def structured_sums(moves, gradient_changes, offsets) -> tuple[jax.Array, jax.Ar
     offsets : tuple of int
         The positive offsets.
     """
-    Q = jnp.stack([jnp.sum(moves * shift_up(moves, r), axis=0) for r in lags(offsets)])
-    B = jnp.stack([jnp.sum(_shift(moves, s) * gradient_changes, axis=0) for s in slots(offsets)])
+    Q = jax.lax.map(lambda r: jnp.sum(moves * _shifted(moves, r), axis=0), jnp.asarray(lags(offsets)))
+    B = jax.lax.map(lambda s: jnp.sum(_shifted(moves, s) * gradient_changes, axis=0), jnp.asarray(slots(offsets)))
     return Q, B
 
 
 def normal_matrices(Q, offsets) -> jax.Array:
-    """The normal matrices A (p, p, d) of the rows from the lag sums of :func:`structured_sums`.
+    """The normal matrices A (p, p, d) of the rows from the lag sums of :func:`structured_sums`:
+    A[a, b, i] = Q[|s_b − s_a|, i + min(s_a, s_b)] (0 outside), one gather.
 
     Parameters
     ----------
@@ -209,15 +212,14 @@ def normal_matrices(Q, offsets) -> jax.Array:
     offsets : tuple of int
         The positive offsets.
     """
-    shifts = slots(offsets)
+    shifts = np.asarray(slots(offsets))
     index = {r: k for k, r in enumerate(lags(offsets))}
-    p = len(shifts)
-    A = [[None] * p for _ in range(p)]
-    for a in range(p):
-        for b in range(a, p):
-            lo, hi = sorted((shifts[a], shifts[b]))
-            A[a][b] = A[b][a] = _shift(Q[index[hi - lo]], lo)
-    return jnp.stack([jnp.stack(row) for row in A])
+    low = np.minimum(shifts[:, None], shifts[None, :])
+    lag = np.vectorize(index.__getitem__)(np.abs(shifts[:, None] - shifts[None, :]))
+    d = Q.shape[-1]
+    pad = int(np.abs(shifts).max(initial=0))
+    padded = jnp.pad(Q, [(0, 0), (pad, pad)])  # zeros where i + min(s_a, s_b) leaves [0, d)
+    return padded[lag[:, :, None], pad + low[:, :, None] + np.arange(d)]
 
 
 def structured_w_from_sums(Q, B, offsets, mask, ridge: float = 1e-6) -> tuple[jax.Array, jax.Array]:

@@ -485,7 +485,14 @@ def _acceptance(trace: Trace, options: dict, skip: np.ndarray) -> list[str]:
     if not isinstance(aim, int | float) or not adapts or accept.shape[1] < MIN_DRAWS_FOR_ACCEPTANCE:
         return []
     rate = np.nanmean(accept, axis=1)
-    chains = np.flatnonzero((np.abs(rate - aim) > ACCEPTANCE_TOLERANCE) & ~skip)
+    far = np.abs(rate - aim) > ACCEPTANCE_TOLERANCE
+    tuned = trace.warmup_stats.get("step_size")
+    if tuned is not None and np.size(tuned):  # held at the end of its range with acceptance to spare (e.g.
+        # PDHAMS's δ at its floor, rejection-free with a learned W on a quadratic target): not a failure
+        tuned = np.asarray(tuned, np.float64).reshape(accept.shape[0], -1)
+        held = np.ptp(tuned[:, -max(tuned.shape[1] // 4, 1) :], axis=1) == 0
+        far &= ~(held & (rate > aim) & (tuned[:, 0] != tuned[:, -1]))
+    chains = np.flatnonzero(far & ~skip)
     if not chains.size:
         return []
     rates = ", ".join(f"{rate[i]:.2f}" for i in chains[:_SHOWN])
