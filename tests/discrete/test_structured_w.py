@@ -1,10 +1,12 @@
 """The sparse second-order model of the HAMS kernel (docs/discrete-hams.md §8.7): a W stored
-by diagonals with the Gershgorin D and the non-square edge factor L, its Hessian-pattern
-probe and its per-row fit, and the learned sparse path of V-/O-PDHAMS.
+by diagonals with the Gershgorin D and its factor L (the non-square edge factor or the
+block Cholesky factor), its Hessian-pattern probe and its per-row fit, and the learned
+sparse path of V-/O-PDHAMS.
 
-* the products W x, L u, Lᵀ y equal the dense ones, L Lᵀ = W + D and D is the Gershgorin shift;
-* exactness of the kernel with a given, inexact sparse W on the 3 × 3 Ising model (512
-  states) and on the 2 × 2 Potts model with 3 colours (81 states, one-hot rows): long runs
+* the products W x, (W + D) x, L u, Lᵀ y equal the dense ones, L Lᵀ = W + D and D is the
+  Gershgorin shift, for both factors;
+* exactness of the kernel with a given, inexact sparse W, with either factor, on the 3 × 3
+  Ising model (512 states) and on the 2 × 2 Potts model with 3 colours (81 states, one-hot rows): long runs
   of V- and O-PDHAMS within the TV bound; the same test rejects a kernel without the
   momentum term |u'|² − |m|² of the MH ratio (a test of the test);
 * the probe finds exactly the lattice's diagonals and edges (on one-hot rows, those of the
@@ -37,23 +39,29 @@ from gradmc.testing import assert_tv_within_bound
 # -- products and factor ---------------------------------------------------------------------------
 
 
-def random_model(d=11, offsets=(1, 3), delta=0.7, seed=0):
+def random_model(d=11, offsets=(1, 3), delta=0.7, seed=0, kind="edges"):
     rng = np.random.default_rng(seed)
     W_off = rng.normal(size=(len(offsets), d)) * (rng.random((len(offsets), d)) < 0.7)
-    return second_order.structured_preconditioner(rng.normal(size=d), W_off, offsets, delta)
+    return second_order.structured_preconditioner(rng.normal(size=d), W_off, offsets, delta, kind)
 
 
-def test_products_match_the_dense_matrices():
-    model = random_model()
+@pytest.mark.parametrize("kind", ["edges", "blocks"])
+def test_products_match_the_dense_matrices(kind):
+    """Both factors; for the blocks d = 11 is not a multiple of b = 3 (a padded last block)."""
+    model = random_model(kind=kind)
     W, L = second_order.structured_to_dense(model)
     d = W.shape[0]
     rng = np.random.default_rng(1)
-    x, u = rng.normal(size=d), rng.normal(size=(3, d))
+    x, u = rng.normal(size=d), rng.normal(size=second_order.momentum_shape(model, d))
     np.testing.assert_allclose(second_order.structured_w_product(model, x), W @ x, atol=1e-5)
+    WD = W + np.diag(np.asarray(model.D, np.float64))
+    np.testing.assert_allclose(second_order.structured_shifted_product(model, x), WD @ x, atol=1e-5)
     np.testing.assert_allclose(second_order.structured_l_product(model, u), L @ u.reshape(-1), atol=1e-5)
     np.testing.assert_allclose(second_order.structured_lt_product(model, x).reshape(-1), L.T @ x, atol=1e-5)
     D = np.asarray(model.D, np.float64)
     np.testing.assert_allclose(L @ L.T, W + np.diag(D), atol=1e-5)
+    if kind == "blocks":
+        assert L.shape == (d, d) and np.allclose(L, np.tril(L))  # block lower bidiagonal, triangular blocks
     gershgorin = 0.7 - np.diag(W) + np.abs(W - np.diag(np.diag(W))).sum(axis=1)
     np.testing.assert_allclose(D, gershgorin, atol=1e-5)
     assert np.linalg.eigvalsh(W + np.diag(D))[0] >= 0.7 - 1e-5  # W + D ⪰ δ I
@@ -67,7 +75,7 @@ class Case:
     an inexact sparse W on the Hessian's diagonals (the lattice's W scaled by 0.6 with a
     diagonal added: inexact on purpose, so the MH test matters)."""
 
-    def __init__(self, target, offsets, delta=0.5):
+    def __init__(self, target, offsets, kind, delta=0.5):
         self.target, self.offsets = target, offsets
         self.f, self.space = target.logdensity_fn, target.space
         one_hot = self.space.values.ndim == 2
@@ -77,12 +85,14 @@ class Case:
         hessian = np.asarray(jax.hessian(flat)(jnp.zeros(self.space.dim)))
         i = np.arange(self.space.dim)
         W_off = np.stack([np.where(i + o < i.size, 0.6 * hessian[i, (i + o) % i.size], 0.0) for o in offsets])
-        self.model = second_order.structured_preconditioner(np.full(i.size, -0.3), W_off, offsets, delta)
+        self.model = second_order.structured_preconditioner(np.full(i.size, -0.3), W_off, offsets, delta, kind)
 
 
 CASES = {
-    "ising": Case(gradmc.target("discs-ising", shape=3), (1, 3)),
-    "potts": Case(gradmc.target("discs-potts", shape=2, num_categories=3), (3, 6)),  # one-hot: site · 3 + colour
+    "ising": Case(gradmc.target("discs-ising", shape=3), (1, 3), "edges"),
+    "ising-blocks": Case(gradmc.target("discs-ising", shape=3), (1, 3), "blocks"),
+    "potts": Case(gradmc.target("discs-potts", shape=2, num_categories=3), (3, 6), "edges"),  # site · 3 + colour
+    "potts-blocks": Case(gradmc.target("discs-potts", shape=2, num_categories=3), (3, 6), "blocks"),
 }
 ISING = CASES["ising"].target
 F, SPACE, MODEL = ISING.logdensity_fn, ISING.space, CASES["ising"].model

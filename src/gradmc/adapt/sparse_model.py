@@ -10,7 +10,7 @@ algorithm statement, docs/discrete-hams.md §8.7).
   Δ_{t, N(i) ∪ {i}}, one small normal equation per row, then symmetrised.
 * :func:`pooled_structured_fit` — the ``fit`` of :func:`gradmc.adapt.learned_model.explore_then_fit_sampler`:
   the per-row sums pooled over chains (:func:`gradmc.adapt.preconditioner.pool_chains`),
-  then W, the Gershgorin D and the edge factor L
+  then W, the Gershgorin D and the factor L
   (:func:`gradmc.discrete.second_order.structured_preconditioner`).
 """
 
@@ -267,7 +267,7 @@ def structured_w_from_sums(Q, B, offsets, mask, ridge: float = 1e-6) -> tuple[ja
 def pooled_structured_fit(pattern: HessianPattern, delta, ridge: float = 1e-6):
     """``fit(moves, gradient_changes)`` for :func:`gradmc.adapt.learned_model.explore_then_fit_sampler`:
     one chain's sums of :func:`structured_sums`, pooled over chains, give W
-    (:func:`structured_w_from_sums`) and the model with its Gershgorin D and edge factor L.
+    (:func:`structured_w_from_sums`) and the model with its Gershgorin D and factor L.
 
     Parameters
     ----------
@@ -289,7 +289,7 @@ def pooled_structured_fit(pattern: HessianPattern, delta, ridge: float = 1e-6):
 
 
 def with_delta(model: StructuredPreconditioner, delta) -> StructuredPreconditioner:
-    """The same W with the Gershgorin D and edge factor L of another δ (traceable; O(d · offsets)).
+    """The same W with the Gershgorin D and factor L of another δ (traceable).
 
     Parameters
     ----------
@@ -302,7 +302,7 @@ def with_delta(model: StructuredPreconditioner, delta) -> StructuredPrecondition
 
 
 def placeholder_model(pattern: HessianPattern, dim: int, delta) -> StructuredPreconditioner:
-    """The model with W = 0 (D = δ I, L = [0 | √δ I]) of the pattern's structure, used before the fit.
+    """The model with W = 0 (D = δ I, L Lᵀ = δ I) of the pattern's structure and factor, used before the fit.
 
     Parameters
     ----------

@@ -66,7 +66,7 @@ from gradmc.discrete.second_order import (
     check_delta,
     momentum_shape,
     structured_l_product,
-    structured_w_product,
+    structured_shifted_product,
 )
 from gradmc.spaces import Categorical, DiscreteSpace
 
@@ -416,7 +416,7 @@ def build_kernel(beta: float = 1.0):
         s_new, g_flat = s_new.reshape(-1), g_new.reshape(-1)
         delta = s_new - s
         if structured:  # φ = 0: L u' = L m − (W + D)Δ (PD eq. 31) and |u'|² − |m|² = −2 Δᵀ L m + Δᵀ(W + D)Δ
-            WD_delta = structured_w_product(precond, delta) + precond.D * delta
+            WD_delta = structured_shifted_product(precond, delta)
             Lu_new = u_new = Lm - WD_delta
             kinetic = (jnp.sum(delta * Lm) - 0.5 * jnp.sum(delta * WD_delta),)
         else:

@@ -774,7 +774,7 @@ def _learned_w_sampler(
     Up to d = :data:`MAX_LEARNED_W_DIM` W is dense (D by §8.4, L by §8.5, both from W's
     eigendecomposition for any δ). Above it W is sparse on the Hessian's pattern
     (:mod:`gradmc.adapt.sparse_model`, at most :data:`~gradmc.adapt.sparse_model.MAX_OFFSETS`
-    diagonals), with the Gershgorin D and the edge factor L (§8.7; φ = 0 only).
+    diagonals), with the Gershgorin D and the edge or block factor L (§8.7; φ = 0 only).
     """
     if int(num_warmup) < 200:
         raise ValueError(

@@ -20,9 +20,11 @@ algorithm statement, docs/discrete-hams.md §7–§8).
   form) and :func:`dhams_preconditioner` (DHAMS as PDHAMS, §7.9).
 
 * :class:`StructuredPreconditioner` — a sparse W stored by diagonals, with the Gershgorin
-  D_i = δ − W_ii + Σ_j |w_ij| and the non-square edge factor L (d × (E + d)), for large d
-  (§8.7): :func:`structured_preconditioner`, the products :func:`structured_w_product`,
-  :func:`structured_l_product`, :func:`structured_lt_product`, and
+  D_i = δ − W_ii + Σ_j |w_ij| and a factor L of W + D, for large d (§8.7): the non-square
+  edge factor (d × (E + d)) when the diagonals are few and far apart (lattices), the block
+  Cholesky factor of the band when they fill it (:func:`factor_kind`):
+  :func:`structured_preconditioner`, the products :func:`structured_w_product`,
+  :func:`structured_shifted_product`, :func:`structured_l_product`, :func:`structured_lt_product`, and
   :func:`structured_to_dense` for checks.
 
 Everything but :func:`dhams_preconditioner` and the structured model (traced inside the
@@ -62,9 +64,11 @@ __all__ = [
     "eigen_pdhams_preconditioner",
     "StructuredPreconditioner",
     "structured_w_product",
+    "structured_shifted_product",
     "structured_l_product",
     "structured_lt_product",
     "momentum_shape",
+    "factor_kind",
     "edge_mask",
     "shift_up",
     "shift_down",
@@ -419,20 +423,28 @@ def eigen_pdhams_preconditioner(model: EigenModel, delta) -> HamsPreconditioner:
 
 @partial(
     jax.tree_util.register_dataclass,
-    data_fields=("W_diag", "W_off", "D", "L_off", "L_cross", "L_diag"),
+    data_fields=("W_diag", "W_off", "D", "L_off", "L_cross", "L_diag", "chol_diag", "chol_sub"),
     meta_fields=("offsets",),
 )
 @dataclass(frozen=True)
 class StructuredPreconditioner:
-    """A sparse symmetric W stored by diagonals (DIA format), its Gershgorin D and the
-    non-square edge factor L (d × (E + d)) with L Lᵀ = W + D (§8.7).
+    """A sparse symmetric W stored by diagonals (DIA format), its Gershgorin D and a factor
+    L with L Lᵀ = W + D (§8.7), of one of two kinds (:func:`factor_kind`):
+
+    * **edges** (``L_off``, ``L_cross``, ``L_diag``; the ``chol_*`` fields are None): L is
+      d × (E + d); column e = (i, i + o) is √|w_e| (e_i + sign(w_e) e_{i+o}) and the last d
+      columns are √c_i e_i. The momentum is shaped (len(offsets) + 1, d): one row per
+      offset (its edge columns) and one for the diagonal columns.
+    * **blocks** (``chol_diag``, ``chol_sub``; the ``L_*`` fields are None): W + D is
+      block tridiagonal in blocks of b = max(offsets) coordinates (d padded to a multiple
+      of b with unit diagonal), and L is its block Cholesky factor, block lower
+      bidiagonal: diagonal blocks C_k (lower triangular) and sub-diagonal blocks S_k, with
+      C_k C_kᵀ + S_k S_kᵀ = (W + D)_{kk} and S_k C_{k−1}ᵀ = (W + D)_{k,k−1}. The momentum
+      is a d-vector.
 
     ``W_off[k, i] = W[i, i + offsets[k]]`` (0 where i + o ≥ d or (i, i + o) is no edge).
-    Column e = (i, i + o) of L is √|w_e| (e_i + sign(w_e) e_{i+o}); the last d columns are
-    √c_i e_i. The momentum is shaped (len(offsets) + 1, d): one row per offset (its edge
-    columns) and one for the diagonal columns. Products with W, L and Lᵀ are shifted
-    elementwise products (:func:`structured_w_product`, :func:`structured_l_product`,
-    :func:`structured_lt_product`).
+    Products with W, L and Lᵀ cost O(d · len(offsets)) (edges) or O(d · b) (blocks)
+    (:func:`structured_w_product`, :func:`structured_l_product`, :func:`structured_lt_product`).
 
     Parameters
     ----------
@@ -444,19 +456,23 @@ class StructuredPreconditioner:
         The upper diagonals of W, (len(offsets), d).
     D : jax.Array
         The diagonal shift, (d,).
-    L_off, L_cross : jax.Array
+    L_off, L_cross : jax.Array or None
         √|w| and sign(w) √|w| of the edge columns, (len(offsets), d).
-    L_diag : jax.Array
+    L_diag : jax.Array or None
         √c of the diagonal columns, (d,).
+    chol_diag, chol_sub : jax.Array or None
+        The blocks C_k and S_k of the block factor, (⌈d/b⌉, b, b) each (S_0 = 0).
     """
 
     offsets: tuple[int, ...]
     W_diag: jax.Array
     W_off: jax.Array
     D: jax.Array
-    L_off: jax.Array
-    L_cross: jax.Array
-    L_diag: jax.Array
+    L_off: jax.Array | None
+    L_cross: jax.Array | None
+    L_diag: jax.Array | None
+    chol_diag: jax.Array | None = None
+    chol_sub: jax.Array | None = None
 
 
 def shift_up(x, o: int):
@@ -488,8 +504,31 @@ def structured_w_product(model: StructuredPreconditioner, x):
     return out
 
 
+def structured_shifted_product(model: StructuredPreconditioner, x):
+    """(W + D) x for a (d,) vector x; with the block factor as L (Lᵀ x), four b × b products
+    per block instead of the 2 len(offsets) shifts of W x (W + D = L Lᵀ, to rounding, and
+    the kernel then uses L Lᵀ consistently: the law of its momentum is N(0, L Lᵀ)).
+    """
+    if model.chol_diag is not None:
+        return structured_l_product(model, structured_lt_product(model, x))
+    return structured_w_product(model, x) + model.D * x
+
+
+def _to_blocks(model: StructuredPreconditioner, x):
+    """A (d,) vector as (⌈d/b⌉, b) blocks, zero-padded."""
+    blocks, b = model.chol_diag.shape[:2]
+    return jnp.pad(x, (0, blocks * b - x.shape[-1])).reshape(blocks, b)
+
+
 def structured_l_product(model: StructuredPreconditioner, u):
-    """L u for a momentum u shaped (len(offsets) + 1, d)."""
+    """L u for a momentum u: shaped (len(offsets) + 1, d) for the edge factor, (d,) for the
+    block factor (L u)_k = C_k u_k + S_k u_{k−1}.
+    """
+    if model.chol_diag is not None:
+        z = _to_blocks(model, u)
+        previous = jnp.concatenate([jnp.zeros_like(z[:1]), z[:-1]])
+        out = jnp.einsum("kij,kj->ki", model.chol_diag, z) + jnp.einsum("kij,kj->ki", model.chol_sub, previous)
+        return out.reshape(-1)[: u.shape[-1]]
     out = model.L_diag * u[-1]
     for k, o in enumerate(model.offsets):
         out = out + model.L_off[k] * u[k] + jnp.roll(model.L_cross[k] * u[k], o, axis=-1)
@@ -497,14 +536,21 @@ def structured_l_product(model: StructuredPreconditioner, u):
 
 
 def structured_lt_product(model: StructuredPreconditioner, y):
-    """Lᵀ y for a (d,) vector y, shaped (len(offsets) + 1, d)."""
+    """Lᵀ y for a (d,) vector y: shaped (len(offsets) + 1, d) for the edge factor, (d,) for
+    the block factor (Lᵀ y)_k = C_kᵀ y_k + S_{k+1}ᵀ y_{k+1}.
+    """
+    if model.chol_diag is not None:
+        z = _to_blocks(model, y)
+        below = jnp.einsum("kji,kj->ki", model.chol_sub, z)  # S_kᵀ y_k, owed to block k − 1
+        out = jnp.einsum("kji,kj->ki", model.chol_diag, z) + jnp.concatenate([below[1:], jnp.zeros_like(below[:1])])
+        return out.reshape(-1)[: y.shape[-1]]
     rows = [model.L_off[k] * y + model.L_cross[k] * jnp.roll(y, -o, axis=-1) for k, o in enumerate(model.offsets)]
     return jnp.stack(rows + [model.L_diag * y])
 
 
 def momentum_shape(model, dim: int) -> tuple[int, ...]:
-    """The shape of the HAMS momentum for ``model``: (d,) for a square L, (len(offsets) + 1, d)
-    for a :class:`StructuredPreconditioner`.
+    """The shape of the HAMS momentum for ``model``: (d,) for a square L (and the block
+    factor of a :class:`StructuredPreconditioner`), (len(offsets) + 1, d) for its edge factor.
 
     Parameters
     ----------
@@ -513,9 +559,56 @@ def momentum_shape(model, dim: int) -> tuple[int, ...]:
     dim : int
         d.
     """
-    if isinstance(model, StructuredPreconditioner):
+    if isinstance(model, StructuredPreconditioner) and model.chol_diag is None:
         return (len(model.offsets) + 1, int(dim))
     return (int(dim),)
+
+
+#: The block factor is used when the diagonals fill at least this fraction of the band of
+#: width max(offsets): a step then draws d normals and multiplies by 2 b × b blocks per b
+#: coordinates, against (len(offsets) + 1) d normals for the edge factor.
+BLOCK_FILL = 0.25
+
+
+def factor_kind(offsets) -> str:
+    """``"blocks"`` when the diagonals fill at least :data:`BLOCK_FILL` of the band of width
+    max(offsets) (e.g. DISCS's factorial HMM: 50 of 50), else ``"edges"`` (a 2-d lattice:
+    2 of its row length).
+
+    Parameters
+    ----------
+    offsets : tuple of int
+        The positive offsets.
+    """
+    return "blocks" if offsets and len(offsets) >= BLOCK_FILL * max(offsets) else "edges"
+
+
+def _block_factor(W_diag, W_off, offsets, D):
+    """The blocks (C, S) of the block Cholesky factor of W + D, in blocks of b = max(offsets)
+    (traceable): a scan over the blocks, C_k = chol(A_kk − S_k S_kᵀ), S_k = A_{k,k−1} C_{k−1}^{−T}.
+    """
+    d, b = W_diag.shape[0], max(offsets)
+    blocks = -(-d // b)
+    diagonal = jnp.concatenate([W_diag + D, jnp.ones(blocks * b - d, W_diag.dtype)])
+    A_diag = jax.vmap(jnp.diag)(diagonal.reshape(blocks, b))
+    A_sub = jnp.zeros((blocks, b, b), W_diag.dtype)
+    for k, o in enumerate(offsets):
+        i = np.arange(d - o)
+        j = i + o
+        same = i // b == j // b  # within a diagonal block, else in the block below it
+        w = W_off[k, : d - o]
+        A_diag = A_diag.at[i[same] // b, i[same] % b, j[same] % b].add(w[same])
+        A_diag = A_diag.at[i[same] // b, j[same] % b, i[same] % b].add(w[same])
+        A_sub = A_sub.at[j[~same] // b, j[~same] % b, i[~same] % b].add(w[~same])
+
+    def step(previous, blocks_k):
+        a_kk, a_sub = blocks_k
+        S = jax.scipy.linalg.solve_triangular(previous, a_sub.T, lower=True).T
+        C = jnp.linalg.cholesky(a_kk - S @ S.T)
+        return C, (C, S)
+
+    _, (C, S) = jax.lax.scan(step, jnp.eye(b, dtype=W_diag.dtype), (A_diag, A_sub))
+    return C, S
 
 
 def edge_mask(offsets, dim: int, mask=None):
@@ -535,10 +628,11 @@ def edge_mask(offsets, dim: int, mask=None):
     return inside if mask is None else inside & np.asarray(mask, bool).reshape(inside.shape)
 
 
-def structured_preconditioner(W_diag, W_off, offsets, delta) -> StructuredPreconditioner:
+def structured_preconditioner(W_diag, W_off, offsets, delta, kind: str | None = None) -> StructuredPreconditioner:
     """The model of a sparse W by diagonals with the Gershgorin shift (§8.7):
-    D_i = δ − W_ii + Σ_j |w_ij|, so W + D = Σ_edges |w_e| v_e v_eᵀ + δ I ⪰ δ I and
-    L = [√|w_e| v_e | √δ e_i], v_e = e_i + sign(w_e) e_j. Traceable (float32).
+    D_i = δ − W_ii + Σ_j |w_ij|, so W + D = Σ_edges |w_e| v_e v_eᵀ + δ I ⪰ δ I, and its
+    factor: the edge factor L = [√|w_e| v_e | √δ e_i], v_e = e_i + sign(w_e) e_j, or the
+    block Cholesky factor of W + D (:class:`StructuredPreconditioner`). Traceable (float32).
 
     Parameters
     ----------
@@ -551,10 +645,15 @@ def structured_preconditioner(W_diag, W_off, offsets, delta) -> StructuredPrecon
         Distinct positive offsets (static).
     delta : float
         δ > 0.
+    kind : {"edges", "blocks"}, optional
+        The factor; default :func:`factor_kind` of the offsets.
     """
     offsets = tuple(int(o) for o in offsets)
     if any(o <= 0 for o in offsets) or len(set(offsets)) != len(offsets):
         raise ValueError(f"offsets must be distinct positive integers, got {offsets}")
+    kind = factor_kind(offsets) if kind is None else kind
+    if kind not in ("edges", "blocks"):
+        raise ValueError(f"kind must be 'edges' or 'blocks', got {kind!r}")
     W_diag = jnp.asarray(W_diag, jnp.float32)
     d = W_diag.shape[0]
     W_off = jnp.asarray(W_off, jnp.float32).reshape(len(offsets), d) * edge_mask(offsets, d)
@@ -564,6 +663,10 @@ def structured_preconditioner(W_diag, W_off, offsets, delta) -> StructuredPrecon
         row_sums = row_sums + absolute[k] + shift_down(absolute[k], o)
     delta = jnp.asarray(delta, jnp.float32)
     D = delta - W_diag + row_sums
+    if kind == "blocks" and offsets:
+        return StructuredPreconditioner(
+            offsets, W_diag, W_off, D, None, None, None, *_block_factor(W_diag, W_off, offsets, D)
+        )
     root = jnp.sqrt(absolute)
     return StructuredPreconditioner(
         offsets, W_diag, W_off, D, root, jnp.sign(W_off) * root, jnp.full_like(W_diag, jnp.sqrt(delta))
@@ -571,8 +674,8 @@ def structured_preconditioner(W_diag, W_off, offsets, delta) -> StructuredPrecon
 
 
 def structured_to_dense(model: StructuredPreconditioner) -> tuple[np.ndarray, np.ndarray]:
-    """(W, L) as dense float64 arrays, (d, d) and (d, (len(offsets) + 1) d): for checks on
-    small d.
+    """(W, L) as dense float64 arrays, W (d, d) and L (d, (len(offsets) + 1) d) for the edge
+    factor, (d, d) for the block factor: for checks on small d.
 
     Parameters
     ----------
@@ -582,11 +685,15 @@ def structured_to_dense(model: StructuredPreconditioner) -> tuple[np.ndarray, np
     W_diag = np.asarray(model.W_diag, np.float64)
     d = W_diag.shape[0]
     W = np.diag(W_diag)
+    for k, o in enumerate(model.offsets):
+        i = np.arange(d - o)
+        W[i, i + o] = W[i + o, i] = np.asarray(model.W_off[k], np.float64)[: d - o]
+    if model.chol_diag is not None:  # the product with the basis vectors
+        return W, np.asarray(jax.vmap(lambda e: structured_l_product(model, e), out_axes=1)(jnp.eye(d)), np.float64)
     L = np.zeros((d, (len(model.offsets) + 1) * d))
     L[np.arange(d), len(model.offsets) * d + np.arange(d)] = np.asarray(model.L_diag, np.float64)
     for k, o in enumerate(model.offsets):
         i = np.arange(d - o)
-        W[i, i + o] = W[i + o, i] = np.asarray(model.W_off[k], np.float64)[: d - o]
         L[i, k * d + i] = np.asarray(model.L_off[k], np.float64)[: d - o]
         L[i + o, k * d + i] = np.asarray(model.L_cross[k], np.float64)[: d - o]
     return W, L
