@@ -590,16 +590,14 @@ def _block_factor(W_diag, W_off, offsets, D):
     d, b = W_diag.shape[0], max(offsets)
     blocks = -(-d // b)
     diagonal = jnp.concatenate([W_diag + D, jnp.ones(blocks * b - d, W_diag.dtype)])
+    i = np.concatenate([np.arange(d - o) for o in offsets])  # the stored entries (i, j = i + o)
+    j = i + np.repeat(offsets, [d - o for o in offsets])
+    w = jnp.concatenate([W_off[k, : d - o] for k, o in enumerate(offsets)])
+    same = i // b == j // b  # within a diagonal block, else in the block below it
+    rows, cols = np.concatenate([i[same], j[same]]), np.concatenate([j[same], i[same]])  # both triangles
     A_diag = jax.vmap(jnp.diag)(diagonal.reshape(blocks, b))
-    A_sub = jnp.zeros((blocks, b, b), W_diag.dtype)
-    for k, o in enumerate(offsets):
-        i = np.arange(d - o)
-        j = i + o
-        same = i // b == j // b  # within a diagonal block, else in the block below it
-        w = W_off[k, : d - o]
-        A_diag = A_diag.at[i[same] // b, i[same] % b, j[same] % b].add(w[same])
-        A_diag = A_diag.at[i[same] // b, j[same] % b, i[same] % b].add(w[same])
-        A_sub = A_sub.at[j[~same] // b, j[~same] % b, i[~same] % b].add(w[~same])
+    A_diag = A_diag.at[rows // b, rows % b, cols % b].add(jnp.concatenate([w[same], w[same]]))
+    A_sub = jnp.zeros((blocks, b, b), W_diag.dtype).at[j[~same] // b, j[~same] % b, i[~same] % b].add(w[~same])
 
     def step(previous, blocks_k):
         a_kk, a_sub = blocks_k
