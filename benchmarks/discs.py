@@ -68,6 +68,8 @@ MODELS = {
     "categorical": ("discs-categorical", {}),
     "fhmm": ("discs-fhmm", {}),
     "rbm": ("discs-rbm", {}),
+    "rbm2500": ("discs-rbm", {"num_visible": 2500}),
+    "rbm-categorical": ("discs-rbm", {"num_categories": 4, "num_hidden": 50}),
 }
 
 

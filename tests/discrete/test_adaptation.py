@@ -160,7 +160,11 @@ def test_pdhams_learning_needs_warmup():
 
 
 def test_pdhams_refuses_to_learn_a_huge_dense_w():
-    d = 2500  # above the dense limit, and every pair of coordinates interacts: no sparse pattern either
-    target = gradmc.Target("all-pairs", lambda x: 0.01 * jnp.sum(x) ** 2, Binary(d))
+    d = 2500  # above the dense limit, every pair of coordinates interacts (no sparse pattern), full rank
+    A = np.random.default_rng(0).normal(size=(d, d)).astype(np.float32) / d
+    A = jnp.asarray(A + A.T)
+    target = gradmc.Target("all-pairs", lambda x: 0.5 * x @ A @ x, Binary(d))
     with pytest.raises(ValueError, match="dense second-order model W only up to"):
         gradmc.sampler("v-pdhams").bind(target, 1000)
+    rank_one = gradmc.Target("all-pairs-rank-one", lambda x: 0.01 * jnp.sum(x) ** 2, Binary(d))
+    gradmc.sampler("v-pdhams").bind(rank_one, 1000)  # a W of rank one (docs/discrete-hams.md §8.8)

@@ -15,7 +15,7 @@ sparse path of V-/O-PDHAMS.
   model (rejection-free on these quadratic targets);
 * the same on the factorial HMM, whose Hessian has dense blocks (every pair of chains at a
   time step);
-* φ ≠ 0 with a sparse W, and a Hessian with too many diagonals, are refused.
+* φ ≠ 0 with a sparse W is refused (a Hessian with too many diagonals and a high rank: test_low_rank_w.py).
 """
 
 from __future__ import annotations
@@ -30,10 +30,8 @@ import pytest
 import gradmc
 import gradmc.discrete.samplers as discrete_samplers
 from gradmc.adapt import sparse_model
-from gradmc.base import Target
 from gradmc.discrete import hams, proposals, second_order
 from gradmc.enumeration import exact_distribution
-from gradmc.spaces import Binary
 from gradmc.testing import assert_tv_within_bound
 
 # -- products and factor ---------------------------------------------------------------------------
@@ -267,10 +265,3 @@ def test_phi_needs_a_dense_w(monkeypatch):
     state = hams.init(jnp.zeros(SPACE.dim), F, jax.random.key(0), precond=MODEL)
     with pytest.raises(ValueError, match="phi = 0 only"):  # a traced φ cannot be checked to be 0
         jax.jit(lambda phi: hams.build_kernel(1.0)(jax.random.key(1), state, F, SPACE, MODEL, 0.7, phi))(0.0)
-
-
-def test_a_dense_hessian_is_refused_above_the_dense_limit(monkeypatch):
-    monkeypatch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
-    dense = Target("dense-quadratic", lambda x: 0.1 * jnp.sum(x) ** 2, Binary(sparse_model.MAX_OFFSETS + 16))
-    with pytest.raises(ValueError, match="more. Pass W="):
-        gradmc.sampler("v-pdhams").bind(dense, 400)

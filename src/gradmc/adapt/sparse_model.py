@@ -33,6 +33,7 @@ from gradmc.discrete.second_order import (
 __all__ = [
     "MAX_OFFSETS",
     "HessianPattern",
+    "probe_points",
     "hessian_pattern",
     "slots",
     "lags",
@@ -69,8 +70,19 @@ class HessianPattern(NamedTuple):
         return int(self.mask.sum())
 
 
-def _probe_points(space, num_points: int, seed: int) -> list[jax.Array]:
-    """A random state of the lattice and random points of the box spanned by the values."""
+def probe_points(space, num_points: int, seed: int) -> list[jax.Array]:
+    """Where the Hessian of f is probed: a random state of the space and random points of
+    the box spanned by its values (f is differentiable on R^d), flattened, float32.
+
+    Parameters
+    ----------
+    space : gradmc.spaces.DiscreteSpace
+        A discrete space.
+    num_points : int
+        How many points.
+    seed : int
+        Their seed.
+    """
     keys = jax.random.split(jax.random.key(seed), num_points)
     values = np.asarray(space.values, np.float32)
     lo, hi = float(values.min()), float(values.max())
@@ -119,7 +131,7 @@ def hessian_pattern(
 
     largest = 0.0
     found: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # offset -> [(rows i, |h|)]
-    for x in _probe_points(space, num_points, 0):
+    for x in probe_points(space, num_points, 0):
         for start in range(0, d, chunk):
             h = np.asarray(columns(x, jnp.int32(start)))
             largest = max(largest, float(h.max(initial=0.0)))

@@ -62,6 +62,7 @@ from gradmc.discrete import proposals
 from gradmc.discrete.proposals import DiscreteInfo, factorised_logits, factorised_logprob, factorised_sample
 from gradmc.discrete.second_order import (
     HamsPreconditioner,
+    LowRankSymmetric,
     StructuredPreconditioner,
     check_delta,
     momentum_shape,
@@ -99,6 +100,8 @@ class HamsState(NamedTuple):
 
 
 def _apply(matrix, x):
+    if isinstance(matrix, LowRankSymmetric):
+        return matrix.apply(x)
     return matrix @ x if matrix.ndim == 2 else matrix * x
 
 

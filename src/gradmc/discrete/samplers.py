@@ -22,12 +22,12 @@ import inspect
 import warnings
 from collections.abc import Callable
 from types import ModuleType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.adapt import sparse_model
+from gradmc.adapt import low_rank_model, sparse_model
 from gradmc.adapt.learned_model import ModelTuning, explore_then_fit_sampler, pooled_dense_fit
 from gradmc.adapt.preconditioner import DEFAULTS as LEARNING_DEFAULTS
 from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
@@ -44,6 +44,7 @@ from gradmc.discrete.second_order import (
     eigen_model,
     eigen_pdhams_preconditioner,
     fit_w_from_sums,
+    low_rank_pdhams_preconditioner,
     pdhams_preconditioner,
 )
 from gradmc.registry import register_sampler
@@ -737,8 +738,11 @@ W_HISTORY = 500
 #: The largest dimension for which W is learned dense: a dense W, its factors and the move
 #: history take about 4 d² + 2 · 500 d floats per chain. Above it W is learned sparse (§8.7).
 MAX_LEARNED_W_DIM = 2000
-#: Exploring steps a sparse W is fitted from: 50 · 100 chains give 5,000 moves for the few
-#: unknowns of each row, in 2 · 50 · d floats per chain.
+#: From this dimension on, a learned W is of low rank when the Hessian's range is (rank ≤ d/4).
+MIN_LOW_RANK_DIM = 256
+#: Exploring steps a sparse or low-rank W is fitted from: 50 · 100 chains give 5,000 moves
+#: for the few unknowns of each row (or the r(r + 1)/2 of a rank-r W), in 2 · 50 · d floats
+#: per chain.
 SPARSE_W_HISTORY = 50
 
 
@@ -763,6 +767,41 @@ def _delta_tuning(adapt, target_accept, delta, build) -> ModelTuning:
     return ModelTuning(rule, 1.0 / float(delta), lambda fitted, x: build(fitted, delta_of(x)), "delta", delta_of)
 
 
+def _learned_w_form(name: str, f, space) -> tuple[str, Any]:
+    """Which form the learned W takes, with what it needs: ``("dense", None)``,
+    ``("low-rank", basis)`` or ``("sparse", pattern)`` (module docs of
+    :mod:`gradmc.adapt.low_rank_model` and :mod:`gradmc.adapt.sparse_model`).
+
+    Below d = :data:`MIN_LOW_RANK_DIM` W is dense. Above it the Hessian's range is probed: a
+    rank r ≤ d/4 (and ≤ :data:`~gradmc.adapt.low_rank_model.MAX_RANK`) makes W low-rank,
+    O(d r) a step instead of O(d²). Above d = :data:`MAX_LEARNED_W_DIM` a dense W is not
+    learned: W is low-rank when r is also below the number of the Hessian's diagonals (or
+    the Hessian has too many diagonals), else sparse on its pattern; a Hessian that is
+    neither is refused.
+    """
+    d = space.dim
+    if d <= MAX_LEARNED_W_DIM:
+        if d < MIN_LOW_RANK_DIM:
+            return "dense", None
+        basis = low_rank_model.hessian_range(f, space, max_rank=min(low_rank_model.MAX_RANK, d // 4))
+        return ("dense", None) if basis is None else ("low-rank", basis)
+    pattern = sparse_model.hessian_pattern(f, space)
+    max_rank = min(low_rank_model.MAX_RANK, d // 4)
+    if pattern is not None:
+        max_rank = min(max_rank, len(pattern.offsets) - 1)
+    basis = low_rank_model.hessian_range(f, space, max_rank=max_rank) if max_rank >= 1 else None
+    if basis is not None:
+        return "low-rank", basis
+    if pattern is not None:
+        return "sparse", pattern
+    raise ValueError(
+        f"{name} learns a dense second-order model W only up to d = {MAX_LEARNED_W_DIM}, and above it a sparse "
+        f"W whose Hessian pattern has at most {sparse_model.MAX_OFFSETS} distinct index offsets or a W of rank "
+        f"at most {low_rank_model.MAX_RANK}; this target's Hessian (d = {d}) is neither. Pass W= (e.g. from "
+        "gradmc.tuning.calibration.calibrate_w) or use ncg, gwg or pavg"
+    )
+
+
 def _learned_w_sampler(
     name, target: Target, num_warmup, delta, epsilon, phi, beta, adapt, target_accept
 ) -> BoundSampler:
@@ -771,10 +810,12 @@ def _learned_w_sampler(
     pooled moves of all chains, D and L follow; the second half runs PDHAMS and tunes δ (one
     for all chains) towards ``target_accept``.
 
-    Up to d = :data:`MAX_LEARNED_W_DIM` W is dense (D by §8.4, L by §8.5, both from W's
-    eigendecomposition for any δ). Above it W is sparse on the Hessian's pattern
-    (:mod:`gradmc.adapt.sparse_model`, at most :data:`~gradmc.adapt.sparse_model.MAX_OFFSETS`
-    diagonals), with the Gershgorin D and the edge or block factor L (§8.7; φ = 0 only).
+    W takes one of three forms (:func:`_learned_w_form`): dense (D by §8.4, L by §8.5, both
+    from W's eigendecomposition for any δ); of low rank on the Hessian's range
+    (:mod:`gradmc.adapt.low_rank_model`, §8.8), where that rank is small; sparse on the
+    Hessian's pattern above d = :data:`MAX_LEARNED_W_DIM` (:mod:`gradmc.adapt.sparse_model`,
+    at most :data:`~gradmc.adapt.sparse_model.MAX_OFFSETS` diagonals), with the Gershgorin D
+    and the edge or block factor L (§8.7; φ = 0 only).
     """
     if int(num_warmup) < 200:
         raise ValueError(
@@ -784,20 +825,26 @@ def _learned_w_sampler(
     space = hams.check_space(target)
     f = target.logdensity_fn
     d = space.dim
+    form, structure = _learned_w_form(name, f, space)
+    if form == "sparse" and (not is_concrete(phi) or float(phi) != 0.0):
+        raise ValueError(
+            f"{name} learns a sparse W for d = {d} > {MAX_LEARNED_W_DIM}, which runs with phi = 0 only "
+            f"(got phi = {phi}); pass phi=0, or a dense W= to use phi != 0"
+        )
     explorer = _first_order_sampler("ncg", ncg, target, num_warmup, 0.5, "dual_averaging", TARGET_ACCEPT)
     hams_kernel = hams.build_kernel(beta)
     common = dict(
+        name=name,
+        explorer=explorer,
+        gradient=lambda explorer_state: explorer_state.kernel.grad,
+        num_warmup=num_warmup,
+        dim=d,
         kernel=lambda key, state, precond: hams_kernel(key, state, f, space, precond, epsilon, phi),
         stats_fn=stats,
     )
-    if d <= MAX_LEARNED_W_DIM:
+    if form == "dense":
         eye = jnp.eye(d, dtype=jnp.float32)
         return explore_then_fit_sampler(
-            name,
-            explorer,
-            lambda explorer_state: explorer_state.kernel.grad,
-            num_warmup,
-            d,
             num_history=W_HISTORY,
             fit=pooled_dense_fit(lambda xtx, xty: eigen_model(fit_w_from_sums(xtx, xty))),
             placeholder_model=EigenModel(0.0 * eye, jnp.zeros(d, jnp.float32), eye),
@@ -806,28 +853,20 @@ def _learned_w_sampler(
             tuning=_delta_tuning(adapt, target_accept, delta, eigen_pdhams_preconditioner),
             **common,
         )
-    if not is_concrete(phi) or float(phi) != 0.0:
-        raise ValueError(
-            f"{name} learns a sparse W for d = {d} > {MAX_LEARNED_W_DIM}, which runs with phi = 0 only "
-            f"(got phi = {phi}); pass phi=0, or a dense W= to use phi != 0"
+    if form == "low-rank":
+        return explore_then_fit_sampler(
+            num_history=SPARSE_W_HISTORY,
+            fit=low_rank_model.pooled_low_rank_fit(structure),
+            placeholder_model=low_rank_model.placeholder_model(structure),
+            kernel_init=lambda key, position: hams.init(position, f, key),
+            params_of=low_rank_model.summary,
+            tuning=_delta_tuning(adapt, target_accept, delta, low_rank_pdhams_preconditioner),
+            **common,
         )
-    pattern = sparse_model.hessian_pattern(f, space)
-    if pattern is None:
-        raise ValueError(
-            f"{name} learns a dense second-order model W only up to d = {MAX_LEARNED_W_DIM} (about "
-            f"{4 * d * d * 4 / 1e9:.1f} GB per chain for d = {d}), and above it a sparse W whose Hessian pattern "
-            f"has at most {sparse_model.MAX_OFFSETS} distinct index offsets; this target's Hessian has more. "
-            "Pass W= (e.g. from gradmc.tuning.calibration.calibrate_w) or use ncg, gwg or pavg"
-        )
-    placeholder = sparse_model.placeholder_model(pattern, d, delta)
+    placeholder = sparse_model.placeholder_model(structure, d, delta)
     return explore_then_fit_sampler(
-        name,
-        explorer,
-        lambda explorer_state: explorer_state.kernel.grad,
-        num_warmup,
-        d,
         num_history=SPARSE_W_HISTORY,
-        fit=sparse_model.pooled_structured_fit(pattern, delta),
+        fit=sparse_model.pooled_structured_fit(structure, delta),
         placeholder_model=placeholder,
         kernel_init=lambda key, position: hams.init(position, f, key, precond=placeholder),
         params_of=sparse_model.summary,

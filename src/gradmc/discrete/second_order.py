@@ -26,6 +26,11 @@ algorithm statement, docs/discrete-hams.md §7–§8).
   :func:`structured_preconditioner`, the products :func:`structured_w_product`,
   :func:`structured_shifted_product`, :func:`structured_l_product`, :func:`structured_lt_product`, and
   :func:`structured_to_dense` for checks.
+* :class:`LowRankModel` — a W of low rank, V diag(λ) Vᵀ with V (d × r) orthonormal, for
+  large d whose Hessian has a low-rank range (an RBM's visible units): D = (δ − min(0,
+  λ_min)) I and the symmetric square root L of W + D, with L⁻¹, as
+  :class:`LowRankSymmetric` operators applied in O(d r)
+  (:func:`low_rank_pdhams_preconditioner`).
 
 Everything but :func:`dhams_preconditioner` and the structured model (traced inside the
 learning warm-up) runs once, on the host, outside the jitted kernels.
@@ -62,6 +67,9 @@ __all__ = [
     "EigenModel",
     "eigen_model",
     "eigen_pdhams_preconditioner",
+    "LowRankSymmetric",
+    "LowRankModel",
+    "low_rank_pdhams_preconditioner",
     "StructuredPreconditioner",
     "structured_w_product",
     "structured_shifted_product",
@@ -82,7 +90,7 @@ MAX_CONDITION = 100.0
 
 class HamsPreconditioner(NamedTuple):
     """W, D, L and L⁻¹ of the second-order model, as the HAMS kernel takes them; each
-    matrix is (d, d), or (d,) when diagonal.
+    matrix is (d, d), (d,) when diagonal, or a :class:`LowRankSymmetric` operator.
 
     Parameters
     ----------
@@ -416,6 +424,87 @@ def eigen_pdhams_preconditioner(model: EigenModel, delta) -> HamsPreconditioner:
     root = jnp.sqrt(jnp.maximum(model.eigenvalues + shift, delta * 1e-6))
     D = jnp.full(model.eigenvalues.shape, shift, model.W.dtype)
     return HamsPreconditioner(model.W, D, model.eigenvectors * root, (model.eigenvectors / root).T)
+
+
+# -- a W of low rank, for large d (docs/discrete-hams.md §8.8) ---------------------------------------
+
+
+@partial(jax.tree_util.register_dataclass, data_fields=("scale", "basis", "gains"), meta_fields=())
+@dataclass(frozen=True)
+class LowRankSymmetric:
+    """The symmetric d × d matrix c I + V diag(g) Vᵀ, V with r orthonormal columns, never
+    formed: a product costs O(d r).
+
+    Parameters
+    ----------
+    scale : jax.Array
+        c, a scalar.
+    basis : jax.Array
+        V, (d, r), orthonormal columns.
+    gains : jax.Array
+        g, (r,).
+    """
+
+    scale: jax.Array
+    basis: jax.Array
+    gains: jax.Array
+
+    def apply(self, x):
+        """The product with a d-vector ``x``."""
+        return self.scale * x + self.basis @ (self.gains * (self.basis.T @ x))
+
+    def to_dense(self) -> np.ndarray:
+        """The d × d matrix (for checks)."""
+        V = np.asarray(self.basis, np.float64)
+        return float(self.scale) * np.eye(V.shape[0]) + (V * np.asarray(self.gains, np.float64)) @ V.T
+
+
+class LowRankModel(NamedTuple):
+    """W = V diag(λ) Vᵀ of rank r, V (d, r) with orthonormal columns: the PDHAMS
+    preconditioner of any δ follows in O(d r) (:func:`low_rank_pdhams_preconditioner`).
+
+    Parameters
+    ----------
+    basis : jax.Array
+        V, (d, r).
+    eigenvalues : jax.Array
+        λ, (r,).
+    """
+
+    basis: jax.Array
+    eigenvalues: jax.Array
+
+
+def low_rank_pdhams_preconditioner(model: LowRankModel, delta) -> HamsPreconditioner:
+    """The PDHAMS preconditioner of a low-rank W (§8.8), traceable, δ may be traced.
+
+    W has the eigenvalues λ on span(V) and 0 on its complement, so the λ-shift of §8.4 is
+    D = c I with c = δ − min(0, λ_min), and W + D = c I + V diag(λ) Vᵀ, whose eigenvalues
+    λ + c and c are all ≥ δ. L is its symmetric square root and L⁻¹ its inverse,
+
+        L = √c I + V diag(√(λ + c) − √c) Vᵀ,   L⁻¹ = I/√c + V diag(1/√(λ + c) − 1/√c) Vᵀ
+
+    (L² = c I + V diag((√(λ+c))² − c) Vᵀ = W + D), so L Lᵀ = W + D exactly as with the dense
+    eigen factor of §8.5.
+
+    Parameters
+    ----------
+    model : LowRankModel
+        W by its eigenpairs.
+    delta : float or jax.Array
+        δ > 0.
+    """
+    lam, V = model.eigenvalues, model.basis
+    c = delta - jnp.minimum(jnp.min(lam, initial=0.0), 0.0)
+    root_c = jnp.sqrt(c)
+    root = jnp.sqrt(jnp.maximum(lam + c, delta * 1e-6))
+    zero = jnp.zeros((), V.dtype)
+    return HamsPreconditioner(
+        LowRankSymmetric(zero, V, lam),
+        jnp.full(V.shape[0], c, V.dtype),
+        LowRankSymmetric(root_c, V, root - root_c),
+        LowRankSymmetric(1.0 / root_c, V, 1.0 / root - 1.0 / root_c),
+    )
 
 
 # -- a sparse W stored by diagonals, with a non-square factor L (docs/discrete-hams.md §8.7) ------
