@@ -28,6 +28,11 @@ Samplers that need a second-order model (W, M) the user does not have are report
 lattice (d = 10,000), where V-/O-PDHAMS learn a sparse W (docs/discrete-hams.md §8.7); a
 line per PDHAMS sampler gives its kept-phase step time, ESS per step and ESS per second
 relative to NCG, all from the same run.
+
+``--models rbm2500`` and ``rbm-categorical``: ``discs-rbm`` with 2,500 binary visible units,
+and with 784 visible units of 4 categories and 50 hidden units (the shape of DISCS's
+Fashion-MNIST RBM, random parameters; 3,136 one-hot entries): dense Hessians of rank 25 and
+50, where V-/O-PDHAMS learn a W of low rank (docs/discrete-hams.md §8.9).
 """
 
 from __future__ import annotations

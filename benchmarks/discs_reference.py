@@ -7,8 +7,9 @@ models, starting states and reference states as gradmc's benchmark. DISCS needs 
 gradmc a current JAX, so this takes three steps in two Python environments:
 
 1. gradmc's environment: ``python benchmarks/discs_reference.py export DIR`` writes the
-   random RBM of ``discs-rbm`` (DISCS's trained RBM checkpoints are not downloadable) with
-   its starting and reference states, for DISCS's samplers to run on.
+   random RBMs of ``discs-rbm`` (DISCS's trained RBM checkpoints are not downloadable; 784
+   visible units as DISCS's MNIST RBM, model ``rbm_random``, and 2,500, model ``rbm2500``)
+   with their starting and reference states, for DISCS's samplers to run on.
 2. DISCS's environment (``pip install jax==0.4.13 jaxlib==0.4.13 "numpy<2" "scipy<1.12"
    ml_collections absl-py`` and a checkout of google-research/discs, commit aa8c122, on
    ``PYTHONPATH``): ``python benchmarks/discs_reference.py run DIR --models potts,bernoulli
@@ -42,28 +43,32 @@ from pathlib import Path
 
 import numpy as np
 
-RBM_FILE = "rbm_random.npz"
+# the random RBMs of ``discs-rbm`` exported for DISCS's samplers: model name of this script ->
+# gradmc's options (DISCS's MNIST shape, and a larger one whose learned W in gradmc is of low rank)
+RANDOM_RBMS = {"rbm_random": {}, "rbm2500": {"num_visible": 2500}}
 
 # model names of this script that are a DISCS model config with other options
 VARIANTS = {"ising25": ("ising", {"shape": (25, 25)})}
 
 
 def export(out: Path) -> None:
-    """gradmc's ``discs-rbm`` (parameters, DISCS-style starts of 100 chains, reference state)."""
+    """gradmc's random ``discs-rbm`` models (parameters, DISCS-style starts of 100 chains,
+    reference state), one ``NAME.npz`` per entry of :data:`RANDOM_RBMS`."""
     import gradmc
     from gradmc.targets.discs import discs_initial_states
 
-    target = gradmc.target("discs-rbm")
-    meta = target.metadata
-    np.savez(
-        out / RBM_FILE,
-        W=np.asarray(meta["weights"], np.float32),
-        b_visible=np.asarray(meta["b_visible"], np.float32),
-        b_hidden=np.asarray(meta["b_hidden"], np.float32),
-        starts=np.asarray(discs_initial_states(target, 100), np.int32),
-        reference=np.asarray(meta["reference"], np.int32),
-    )
-    print(f"wrote {out / RBM_FILE}")
+    for name, options in RANDOM_RBMS.items():
+        target = gradmc.target("discs-rbm", **options)
+        meta = target.metadata
+        np.savez(
+            out / f"{name}.npz",
+            W=np.asarray(meta["weights"], np.float32),
+            b_visible=np.asarray(meta["b_visible"], np.float32),
+            b_hidden=np.asarray(meta["b_hidden"], np.float32),
+            starts=np.asarray(discs_initial_states(target, 100), np.int32),
+            reference=np.asarray(meta["reference"], np.int32),
+        )
+        print(f"wrote {out / name}.npz")
 
 
 def _stub_unused_imports() -> None:
@@ -121,8 +126,8 @@ def run_discs(out: Path, model_name: str, sampler_name: str, steps: int, chains:
 
     config = configs.get_config()
     config.sampler.update(importlib.import_module(f"discs.samplers.configs.{sampler_name}_config").get_config())
-    if model_name == "rbm_random":
-        model = RandomRBM(out / RBM_FILE)
+    if model_name in RANDOM_RBMS:
+        model = RandomRBM(out / f"{model_name}.npz")
         config.model.update({"name": "rbm", "shape": model.shape, "num_categories": 2})
     else:
         config_name, options = VARIANTS.get(model_name, (model_name, {}))

@@ -169,6 +169,24 @@ def test_acceptance_above_target_at_the_end_of_the_range(iid):
     assert "acceptance rate 0.95, 0.95, 0.95 in chains 0, 1, 2" in only(lines, "target_accept=0.574")
 
 
+def test_step_size_at_its_cap_accepting_more_than_the_target(iid):
+    """A step size that rose to its cap while the acceptance rate rose above the target (a
+    proposal that is that good at the cap) is not a failed adaptation; the same values on a
+    target whose log density never changed (a flat one) are."""
+    params = {"step_size": np.full(4, 1e6, np.float32)}
+    rising = np.minimum(np.geomspace(0.2, 1e9, 100), 1e6).astype(np.float32)
+    warm = {
+        "acceptance_rate": np.tile(np.minimum(np.linspace(0.6, 1.4, 100), 1.0), (4, 1)).astype(np.float32),
+        "step_size": np.tile(rising, (4, 1)),
+        "logdensity": np.random.default_rng(0).normal(size=(4, 100)).astype(np.float32),
+    }
+    accept = np.ones((4, 1000), np.float32)
+    assert run_warnings(fake_trace(iid, sampler="avg", acceptance_rate=accept, warmup=warm, params=params)) == []
+    flat = {**warm, "acceptance_rate": np.ones((4, 100), np.float32), "logdensity": np.zeros((4, 100), np.float32)}
+    lines = run_warnings(fake_trace(iid, sampler="avg", acceptance_rate=accept, warmup=flat, params=params))
+    assert "flat" in only(lines, "did not converge")
+
+
 def test_adaptation_failure_from_params_and_warmup(iid):
     warm = {"acceptance_rate": np.ones((4, 100), np.float32), "step_size": np.ones((4, 100), np.float32)}
     params = {"step_size": np.array([np.inf, 1.0, 1.0, 1.0], np.float32)}

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import gradmc
-from gradmc.discrete.samplers import TARGET_ACCEPT
+from gradmc.discrete.samplers import MAX_STEP_SIZE, TARGET_ACCEPT
 from gradmc.spaces import Binary
 
 WARMUP, DRAWS, CHAINS = 1500, 1000, 4
@@ -167,4 +167,19 @@ def test_pdhams_refuses_to_learn_a_huge_dense_w():
     with pytest.raises(ValueError, match="dense second-order model W only up to"):
         gradmc.sampler("v-pdhams").bind(target, 1000)
     rank_one = gradmc.Target("all-pairs-rank-one", lambda x: 0.01 * jnp.sum(x) ** 2, Binary(d))
-    gradmc.sampler("v-pdhams").bind(rank_one, 1000)  # a W of rank one (docs/discrete-hams.md §8.8)
+    gradmc.sampler("v-pdhams").bind(rank_one, 1000)  # a W of rank one (docs/discrete-hams.md §8.9)
+
+
+def test_step_size_capped_where_the_gradient_proposal_is_exact():
+    """On independent bits (a linear f) AVG is exact at every ε (its M = 0 is the Hessian):
+    the acceptance rate stays above the target, so ε rises to its cap, and the run says
+    nothing is wrong (it draws independent states); on a constant f it warns."""
+    theta = jnp.linspace(-2.0, 2.0, 20)
+    target = gradmc.Target("independent-bits", lambda x: theta @ x, Binary(20))
+    trace = gradmc.sample(target, "avg", num_chains=2, num_warmup=200, num_draws=200, progress=False)
+    np.testing.assert_allclose(trace.params["step_size"], MAX_STEP_SIZE)
+    assert not [line for line in trace.warnings if "step_size" in line or "acceptance" in line]
+    assert np.mean(trace.stats["acceptance_rate"]) > 0.99
+    flat = gradmc.Target("flat-bits", lambda x: 0.0 * jnp.sum(x), Binary(20))
+    with pytest.warns(gradmc.RunWarning, match="avg: step_size adaptation did not converge"):
+        gradmc.sample(flat, "avg", num_chains=2, num_warmup=200, num_draws=200, progress=False)

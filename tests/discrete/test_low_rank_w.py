@@ -1,4 +1,4 @@
-"""The low-rank second-order model of the HAMS kernel (docs/discrete-hams.md §8.8): W =
+"""The low-rank second-order model of the HAMS kernel (docs/discrete-hams.md §8.9): W =
 V diag(λ) Vᵀ with D = (δ − min(0, λ_min)) I and the symmetric square root L of W + D, its
 range probe and its fit, and the learned low-rank path of V-/O-PDHAMS.
 

@@ -1,5 +1,5 @@
 """A second-order model W of low rank learned in warm-up, for large d whose Hessian is dense
-but of low rank (the discrete-HAMS algorithm statement, docs/discrete-hams.md §8.8).
+but of low rank (the discrete-HAMS algorithm statement, docs/discrete-hams.md §8.9).
 
 An RBM's log density over its visible units, f(v) = bᵀv + Σ_j softplus(c_j + w_jᵀv), has
 the Hessian Σ_j σ'(c_j + w_jᵀv) w_j w_jᵀ: dense, but its range is the span of the hidden

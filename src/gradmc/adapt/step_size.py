@@ -33,6 +33,7 @@ __all__ = [
     "dual_averaging_final",
     "robbins_monro",
     "fixed_rule",
+    "bounded",
     "rule_by_name",
     "StepSizeWarmupState",
     "step_size_sampler",
@@ -118,6 +119,22 @@ def robbins_monro(target_accept: float, rate: float = 0.01) -> StepSizeRule:
 def fixed_rule() -> StepSizeRule:
     """The rule that never moves: the value given stays (``adapt=None``)."""
     return StepSizeRule(lambda s: jnp.asarray(s, jnp.float32), lambda s, a: s, lambda s: s, lambda s: s)
+
+
+def bounded(rule: StepSizeRule, upper: float) -> StepSizeRule:
+    """``rule`` with the step size it hands out (``current``, ``final``) held at ``upper`` at
+    most; its own state moves on unchanged.
+
+    Parameters
+    ----------
+    rule : StepSizeRule
+        The rule.
+    upper : float
+        The largest step size used.
+    """
+    return rule._replace(
+        current=lambda s: jnp.minimum(rule.current(s), upper), final=lambda s: jnp.minimum(rule.final(s), upper)
+    )
 
 
 def rule_by_name(adapt: str | None, target_accept: float) -> StepSizeRule | None:

@@ -428,6 +428,19 @@ def _adapted(trace: Trace) -> tuple[str, np.ndarray] | None:
     return name, value
 
 
+def _held_at_bound(trace: Trace, c: int) -> np.ndarray:
+    """Chains whose tuned value moved in warm-up and was then held constant over its last
+    quarter: the value reached a bound of its range (a tuning rule never holds still
+    otherwise).
+    """
+    tuned = trace.warmup_stats.get("step_size")
+    if tuned is None or not np.size(tuned):
+        return np.zeros(c, bool)
+    tuned = np.asarray(tuned, np.float64).reshape(c, -1)
+    held = np.ptp(tuned[:, -max(tuned.shape[1] // 4, 1) :], axis=1) == 0
+    return held & (tuned[:, 0] != tuned[:, -1])
+
+
 def _adaptation(trace: Trace, options: dict) -> tuple[list[str], np.ndarray]:
     """Warm-up adaptation that failed, and the mask of its chains."""
     c = trace.stats["acceptance_rate"].shape[0]
@@ -454,10 +467,16 @@ def _adaptation(trace: Trace, options: dict) -> tuple[list[str], np.ndarray]:
     high, low = late_finite >= 1 - STUCK_ACCEPTANCE, late <= STUCK_ACCEPTANCE
     late = np.where(high, late_finite, late)
     failed = invalid | high | low
+    aim = options.get("target_accept")
+    if isinstance(aim, int | float):  # a value held at its bound, accepting more than the target there,
+        # on a target that is not flat (its log density varied along the chain): the proposal at the
+        # bound is simply that good (AVG's ε at its cap on independent coordinates, where it is exact)
+        logdensity = trace.warmup_stats.get("logdensity")
+        varied = none if logdensity is None else np.ptp(np.asarray(logdensity, np.float64).reshape(c, -1), axis=1) > 0
+        failed &= ~(_held_at_bound(trace, c) & (late_finite > aim) & varied & ~invalid)
     if not failed.any():
         return [], none
     chains = np.flatnonzero(failed)
-    aim = options.get("target_accept")
     aim = f" (aiming at {aim})" if isinstance(aim, int | float) else ""
     values = ", ".join(f"{v:.3g}" for v in value[chains[:_SHOWN], 0])
     rates = ", ".join(f"{v:.2f}" for v in late[chains[:_SHOWN]])
@@ -486,12 +505,9 @@ def _acceptance(trace: Trace, options: dict, skip: np.ndarray) -> list[str]:
         return []
     rate = np.nanmean(accept, axis=1)
     far = np.abs(rate - aim) > ACCEPTANCE_TOLERANCE
-    tuned = trace.warmup_stats.get("step_size")
-    if tuned is not None and np.size(tuned):  # held at the end of its range with acceptance to spare (e.g.
-        # PDHAMS's δ at its floor, rejection-free with a learned W on a quadratic target): not a failure
-        tuned = np.asarray(tuned, np.float64).reshape(accept.shape[0], -1)
-        held = np.ptp(tuned[:, -max(tuned.shape[1] // 4, 1) :], axis=1) == 0
-        far &= ~(held & (rate > aim) & (tuned[:, 0] != tuned[:, -1]))
+    # held at the end of its range with acceptance to spare (PDHAMS's δ at its floor, rejection-free
+    # with a learned W on a quadratic target; NCG's ε at its cap): not a failure
+    far &= ~(_held_at_bound(trace, accept.shape[0]) & (rate > aim))
     chains = np.flatnonzero(far & ~skip)
     if not chains.size:
         return []

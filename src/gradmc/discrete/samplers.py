@@ -31,7 +31,7 @@ from gradmc.adapt import low_rank_model, sparse_model
 from gradmc.adapt.learned_model import ModelTuning, explore_then_fit_sampler, pooled_dense_fit
 from gradmc.adapt.preconditioner import DEFAULTS as LEARNING_DEFAULTS
 from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
-from gradmc.adapt.step_size import fixed_rule, rule_by_name, step_size_sampler
+from gradmc.adapt.step_size import bounded, fixed_rule, rule_by_name, step_size_sampler
 from gradmc.base import BoundSampler, SamplingAlgorithm, Target
 from gradmc.checks import check_move_probability, check_positive_param, check_radius, check_symmetric, is_concrete
 from gradmc.diagnostics.health import RunWarning
@@ -94,6 +94,14 @@ def _step_size_stats(state, info, params):
 TARGET_ACCEPT = 0.574
 
 
+#: The largest step size NCG and AVG adapt to. As ε grows their proposals tend to one drawn
+#: from the gradient alone (NCG's ‖s' − s‖²/(2ε) and AVG's d_ε = 2/ε vanish); where even that
+#: proposal accepts more than the target (independent coordinates, or an RBM whose gradient
+#: already carries most of the state's information) ε would grow without end. At 10⁶ the
+#: difference from the limit is negligible for any target whose gradient is not itself that small.
+MAX_STEP_SIZE = 1e6
+
+
 def _warmup_rule(adapt, target_accept, num_warmup):
     """The warm-up rule called ``adapt`` (:func:`~gradmc.adapt.step_size.rule_by_name`), or
     None when nothing adapts (``adapt=None`` or no warm-up steps); bad options raise
@@ -104,10 +112,13 @@ def _warmup_rule(adapt, target_accept, num_warmup):
 
 
 def _first_order_sampler(name: str, module: ModuleType, target: Target, num_warmup, step_size, adapt, target_accept):
-    """NCG or AVG: ε adapted in warm-up by ``adapt`` towards ``target_accept``, then frozen."""
+    """NCG or AVG: ε adapted in warm-up by ``adapt`` towards ``target_accept`` (ε ≤
+    :data:`MAX_STEP_SIZE`), then frozen.
+    """
     space = check_space(target, name)
     step_size = check_positive_param(f"{name.upper()} step size ε", step_size)
     rule = _warmup_rule(adapt, target_accept, num_warmup)
+    rule = None if rule is None else bounded(rule, MAX_STEP_SIZE)
     kernel = module.build_kernel()
     return step_size_sampler(
         name,
@@ -812,7 +823,7 @@ def _learned_w_sampler(
 
     W takes one of three forms (:func:`_learned_w_form`): dense (D by §8.4, L by §8.5, both
     from W's eigendecomposition for any δ); of low rank on the Hessian's range
-    (:mod:`gradmc.adapt.low_rank_model`, §8.8), where that rank is small; sparse on the
+    (:mod:`gradmc.adapt.low_rank_model`, §8.9), where that rank is small; sparse on the
     Hessian's pattern above d = :data:`MAX_LEARNED_W_DIM` (:mod:`gradmc.adapt.sparse_model`,
     at most :data:`~gradmc.adapt.sparse_model.MAX_OFFSETS` diagonals), with the Gershgorin D
     and the edge or block factor L (§8.7; φ = 0 only).

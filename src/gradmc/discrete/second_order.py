@@ -426,7 +426,7 @@ def eigen_pdhams_preconditioner(model: EigenModel, delta) -> HamsPreconditioner:
     return HamsPreconditioner(model.W, D, model.eigenvectors * root, (model.eigenvectors / root).T)
 
 
-# -- a W of low rank, for large d (docs/discrete-hams.md §8.8) ---------------------------------------
+# -- a W of low rank, for large d (docs/discrete-hams.md §8.9) ---------------------------------------
 
 
 @partial(jax.tree_util.register_dataclass, data_fields=("scale", "basis", "gains"), meta_fields=())
@@ -476,7 +476,7 @@ class LowRankModel(NamedTuple):
 
 
 def low_rank_pdhams_preconditioner(model: LowRankModel, delta) -> HamsPreconditioner:
-    """The PDHAMS preconditioner of a low-rank W (§8.8), traceable, δ may be traced.
+    """The PDHAMS preconditioner of a low-rank W (§8.9), traceable, δ may be traced.
 
     W has the eigenvalues λ on span(V) and 0 on its complement, so the λ-shift of §8.4 is
     D = c I with c = δ − min(0, λ_min), and W + D = c I + V diag(λ) Vᵀ, whose eigenvalues
