@@ -90,12 +90,15 @@ def parse_sampler(spec: str) -> tuple[str, dict]:
     return name, options
 
 
-def run_one(target, spec: str, chains: int, steps: int, seed: int) -> dict:
-    """One sampler (at its defaults unless the spec gives options) on one DISCS target; the row of the table."""
+def run_one(target, spec: str, chains: int, steps: int, seed: int, start=None, reference=None) -> dict:
+    """One sampler (at its defaults unless the spec gives options) on one DISCS target (or on
+    another target, given the chains' ``start`` and the ``reference`` state of the statistic);
+    the row of the table."""
     name, options = parse_sampler(spec)
     sampler = spec if not options else spec.replace(":", " ")
-    start = discs_initial_states(target, chains)
-    statistic = discs_statistic_fn(target.metadata["reference"], target.space)
+    start = discs_initial_states(target, chains) if start is None else start
+    reference = target.metadata["reference"] if reference is None else reference
+    statistic = discs_statistic_fn(reference, target.space)
     half = steps // 2
     began = time.perf_counter()
     try:
@@ -170,18 +173,25 @@ def main(argv=None) -> int:
         rows = [run_one(target, name, chains, steps, args.seed) for name in names]
         print(format_table(rows, title=f"{model} ({target.name}, d = {target.dim}): {chains} chains, {steps} steps"))
         compare_with_discs(model, rows, protocol=(steps, chains) == (10_000, 100))
-        timed = {r["sampler"]: r for r in rows if isinstance(r.get("ESS/s"), float)}
-        if "ncg" in timed:  # the kept phase of each sampler, from this run
-            ncg_row = timed["ncg"]
-            for name, row in timed.items():
-                if name != "ncg" and "pdhams" in name:
-                    print(
-                        f"{name} / NCG: step time {row['ms/step'] / ncg_row['ms/step']:.2f}x, "
-                        f"ESS per step {row['ESS/step'] / ncg_row['ESS/step']:.2f}x, "
-                        f"ESS per second {row['ESS/s'] / ncg_row['ESS/s']:.2f}x"
-                    )
+        print_pdhams_against_ncg(rows)
         print()
     return 0
+
+
+def print_pdhams_against_ncg(rows: list[dict]) -> None:
+    """A line per PDHAMS row: its kept-phase step time, ESS per step and ESS per second
+    relative to NCG's row of the same run."""
+    timed = {r["sampler"]: r for r in rows if isinstance(r.get("ESS/s"), float)}
+    if "ncg" not in timed:
+        return
+    ncg_row = timed["ncg"]
+    for name, row in timed.items():
+        if name != "ncg" and "pdhams" in name:
+            print(
+                f"{name} / NCG: step time {row['ms/step'] / ncg_row['ms/step']:.2f}x, "
+                f"ESS per step {row['ESS/step'] / ncg_row['ESS/step']:.2f}x, "
+                f"ESS per second {row['ESS/s'] / ncg_row['ESS/s']:.2f}x"
+            )
 
 
 if __name__ == "__main__":

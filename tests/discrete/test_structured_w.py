@@ -5,10 +5,10 @@ sparse path of V-/O-PDHAMS.
 
 * the products W x, (W + D) x, L u, Lᵀ y equal the dense ones, L Lᵀ = W + D and D is the
   Gershgorin shift, for both factors;
-* exactness of the kernel with a given, inexact sparse W, with either factor, on the 3 × 3
-  Ising model (512 states) and on the 2 × 2 Potts model with 3 colours (81 states, one-hot rows): long runs
-  of V- and O-PDHAMS within the TV bound; the same test rejects a kernel without the
-  momentum term |u'|² − |m|² of the MH ratio (a test of the test);
+* exactness of the kernel with a given, inexact sparse W, with either factor and as an edge
+  list (§8.10), on the 3 × 3 Ising model (512 states) and on the 2 × 2 Potts model with 3
+  colours (81 states, one-hot rows): long runs of V- and O-PDHAMS within the TV bound; the
+  same test rejects a kernel without the momentum term |u'|² − |m|² of the MH ratio (a test of the test);
 * the probe finds exactly the lattice's diagonals and edges (on one-hot rows, those of the
   flat position), and the fit recovers the Hessian of the quadratic Ising and Potts targets
   from warm-up moves, through ``gradmc.sample`` with no options; kept draws use the frozen
@@ -83,7 +83,14 @@ class Case:
         hessian = np.asarray(jax.hessian(flat)(jnp.zeros(self.space.dim)))
         i = np.arange(self.space.dim)
         W_off = np.stack([np.where(i + o < i.size, 0.6 * hessian[i, (i + o) % i.size], 0.0) for o in offsets])
-        self.model = second_order.structured_preconditioner(np.full(i.size, -0.3), W_off, offsets, delta, kind)
+        if kind == "graph":  # the same W as an edge list (§8.10)
+            k, rows = np.nonzero(W_off)
+            cols = rows + np.asarray(offsets)[k]
+            self.model = second_order.graph_preconditioner(
+                np.full(i.size, -0.3), rows, cols, W_off[k, rows], jnp.float32(delta)
+            )
+        else:
+            self.model = second_order.structured_preconditioner(np.full(i.size, -0.3), W_off, offsets, delta, kind)
 
 
 CASES = {
@@ -91,6 +98,7 @@ CASES = {
     "ising-blocks": Case(gradmc.target("discs-ising", shape=3), (1, 3), "blocks"),
     "potts": Case(gradmc.target("discs-potts", shape=2, num_categories=3), (3, 6), "edges"),  # site · 3 + colour
     "potts-blocks": Case(gradmc.target("discs-potts", shape=2, num_categories=3), (3, 6), "blocks"),
+    "ising-graph": Case(gradmc.target("discs-ising", shape=3), (1, 3), "graph"),
 }
 ISING = CASES["ising"].target
 F, SPACE, MODEL = ISING.logdensity_fn, ISING.space, CASES["ising"].model

@@ -34,6 +34,7 @@ __all__ = [
     "MAX_OFFSETS",
     "HessianPattern",
     "probe_points",
+    "hessian_columns",
     "hessian_pattern",
     "slots",
     "lags",
@@ -44,6 +45,7 @@ __all__ = [
     "with_delta",
     "placeholder_model",
     "summary",
+    "couplings_summary",
 ]
 
 #: The most distinct index offsets a learned sparse W may have (64 diagonals above the main one).
@@ -91,6 +93,38 @@ def probe_points(space, num_points: int, seed: int) -> list[jax.Array]:
     return points
 
 
+def hessian_columns(logdensity_fn, space, *, num_points: int = 3, chunk: int = 256):
+    """The magnitudes of the Hessian of f, ``chunk`` columns at a time: yields ``(start,
+    |H[:, start:start + chunk]|ᵀ)`` (rows past d are zero; non-finite entries are 0) at each
+    of the :func:`probe_points`, by Hessian-vector products with the basis vectors
+    (``jax.jvp`` of ``jax.grad``, vmapped). Memory O(chunk · d), never a d × d matrix.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        f, on positions of ``space`` (the Hessian is that of the flattened position).
+    space : gradmc.spaces.DiscreteSpace
+        A discrete space.
+    num_points : int
+        How many points to probe.
+    chunk : int
+        Basis vectors per vmapped batch.
+    """
+    d = int(space.dim)
+    chunk = max(1, min(int(chunk), d))
+    grad = jax.grad(lambda x: logdensity_fn(x.reshape(space.event_shape)))  # on the flat position
+
+    @jax.jit
+    def columns(x, start):
+        basis = jax.nn.one_hot(start + jnp.arange(chunk), d, dtype=x.dtype)  # past d: zero rows
+        h = jax.vmap(lambda v: jax.jvp(grad, (x,), (v,))[1])(basis)  # (chunk, d): H[:, start + r]
+        return jnp.where(jnp.isfinite(h), jnp.abs(h), 0.0)
+
+    for x in probe_points(space, num_points, 0):
+        for start in range(0, d, chunk):
+            yield start, np.asarray(columns(x, jnp.int32(start)))
+
+
 def hessian_pattern(
     logdensity_fn, space, *, max_offsets: int = MAX_OFFSETS, num_points: int = 3, chunk: int = 256, rtol: float = 1e-6
 ) -> HessianPattern | None:
@@ -120,30 +154,19 @@ def hessian_pattern(
         Entries below ``rtol`` times the largest magnitude count as zero.
     """
     d = int(space.dim)
-    chunk = max(1, min(int(chunk), d))
-    grad = jax.grad(lambda x: logdensity_fn(x.reshape(space.event_shape)))  # on the flat position
-
-    @jax.jit
-    def columns(x, start):
-        basis = jax.nn.one_hot(start + jnp.arange(chunk), d, dtype=x.dtype)  # past d: zero rows
-        h = jax.vmap(lambda v: jax.jvp(grad, (x,), (v,))[1])(basis)  # (chunk, d): H[:, start + r]
-        return jnp.where(jnp.isfinite(h), jnp.abs(h), 0.0)
-
     largest = 0.0
     found: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # offset -> [(rows i, |h|)]
-    for x in probe_points(space, num_points, 0):
-        for start in range(0, d, chunk):
-            h = np.asarray(columns(x, jnp.int32(start)))
-            largest = max(largest, float(h.max(initial=0.0)))
-            r, i = np.nonzero(h > rtol * largest)  # the largest only grows: what is below now stays below
-            j = start + r
-            upper = i < j  # H[i, j] with i < j: offset j − i at row i
-            i, o, value = i[upper], (j - i)[upper], h[r[upper], i[upper]]
-            for offset in np.unique(o):
-                pick = o == offset
-                found.setdefault(int(offset), []).append((i[pick], value[pick]))
-            if len(found) > 4 * max_offsets:
-                return None
+    for start, h in hessian_columns(logdensity_fn, space, num_points=num_points, chunk=chunk):
+        largest = max(largest, float(h.max(initial=0.0)))
+        r, i = np.nonzero(h > rtol * largest)  # the largest only grows: what is below now stays below
+        j = start + r
+        upper = i < j  # H[i, j] with i < j: offset j − i at row i
+        i, o, value = i[upper], (j - i)[upper], h[r[upper], i[upper]]
+        for offset in np.unique(o):
+            pick = o == offset
+            found.setdefault(int(offset), []).append((i[pick], value[pick]))
+        if len(found) > 4 * max_offsets:
+            return None
     threshold = rtol * largest
     kept = {}
     for offset, parts in found.items():
@@ -340,10 +363,24 @@ def summary(model: StructuredPreconditioner) -> dict:
     model : StructuredPreconditioner
         The fitted model.
     """
+    return couplings_summary(model, model.W_off)
+
+
+def couplings_summary(model, couplings) -> dict:
+    """The scalars of :func:`summary` for a sparse model (by diagonals or by edges) whose
+    couplings w_ij (i < j) are the entries of ``couplings`` (zeros where there is no edge).
+
+    Parameters
+    ----------
+    model : StructuredPreconditioner or GraphPreconditioner
+        The fitted model (its ``W_diag`` and ``D``).
+    couplings : jax.Array
+        Its couplings.
+    """
     return {
         "model": model,
-        "W_couplings": jnp.sum(model.W_off != 0).astype(jnp.float32),
-        "W_max_abs_coupling": jnp.max(jnp.abs(model.W_off), initial=0.0),
+        "W_couplings": jnp.sum(couplings != 0).astype(jnp.float32),
+        "W_max_abs_coupling": jnp.max(jnp.abs(couplings), initial=0.0),
         "W_diag_min": jnp.min(model.W_diag),
         "W_diag_max": jnp.max(model.W_diag),
         "D_min": jnp.min(model.D),

@@ -27,7 +27,8 @@ Special cases of the one kernel (§7.9, §11), with the preconditioner W, D, L o
 * **PAVG** (variance form, §6.3): ε = 0, φ = 0, β = 1.
 
 With a sparse W by diagonals (:class:`~gradmc.discrete.second_order.StructuredPreconditioner`,
-§8.7; φ = 0 only) L is d × (E + d) and the state holds v = L u ~ N(0, W + D) instead of u:
+§8.7) or by edges (:class:`~gradmc.discrete.second_order.GraphPreconditioner`, §8.10; φ = 0
+only) L is d × (E + d) and the state holds v = L u ~ N(0, W + D) instead of u:
 v_m = −ε v + √(1−ε²) L ζ (ζ ∈ R^(E+d)), v' = v_m − (W + D)Δ and
 |u'|² − |m|² = −2 Δᵀ v_m + Δᵀ(W + D)Δ, so L⁻¹ is never needed.
 
@@ -61,9 +62,9 @@ from gradmc.checks import is_concrete
 from gradmc.discrete import proposals
 from gradmc.discrete.proposals import DiscreteInfo, factorised_logits, factorised_logprob, factorised_sample
 from gradmc.discrete.second_order import (
+    SPARSE_MODELS,
     HamsPreconditioner,
     LowRankSymmetric,
-    StructuredPreconditioner,
     check_delta,
     momentum_shape,
     structured_l_product,
@@ -140,7 +141,7 @@ def check_space(target: Target) -> DiscreteSpace:
 
 
 def check_structured_phi(phi) -> None:
-    """``ValueError`` unless φ = 0 (a number): a :class:`~gradmc.discrete.second_order.StructuredPreconditioner`
+    """``ValueError`` unless φ = 0 (a number): a sparse model (:data:`~gradmc.discrete.second_order.SPARSE_MODELS`)
     has no L⁻¹, which the gradient correction φ L⁻¹ρ of PD eq. 32 needs (§8.7).
 
     Parameters
@@ -327,7 +328,7 @@ def or_sample(key, i, logits, beta):
 
 def init(position, logdensity_fn: Callable, rng_key=None, momentum=None, precond=None) -> HamsState:
     """State at ``position`` with u ~ N(0, I) from ``rng_key`` (or the given ``momentum``);
-    for a :class:`~gradmc.discrete.second_order.StructuredPreconditioner` ``precond`` the
+    for a sparse ``precond`` (:data:`~gradmc.discrete.second_order.SPARSE_MODELS`) the
     state holds v = L u ~ N(0, W + D) instead (§8.7).
 
     Parameters
@@ -340,7 +341,7 @@ def init(position, logdensity_fn: Callable, rng_key=None, momentum=None, precond
         Key of the momentum draw (needed unless ``momentum`` is given).
     momentum : array_like, optional
         The momentum u.
-    precond : StructuredPreconditioner, optional
+    precond : StructuredPreconditioner or GraphPreconditioner, optional
         The sparse model whose v = L u the state holds (only needed for it).
     """
     position = jnp.asarray(position, jnp.result_type(float))
@@ -348,7 +349,7 @@ def init(position, logdensity_fn: Callable, rng_key=None, momentum=None, precond
     if momentum is None:
         if rng_key is None:
             raise ValueError("init needs rng_key (to draw the momentum) or momentum")
-        if isinstance(precond, StructuredPreconditioner):
+        if isinstance(precond, SPARSE_MODELS):
             noise = jax.random.normal(rng_key, momentum_shape(precond, position.size), position.dtype)
             momentum = structured_l_product(precond, noise)
         else:
@@ -390,7 +391,7 @@ def build_kernel(beta: float = 1.0):
         epsilon,
         phi,
     ):
-        structured = isinstance(precond, StructuredPreconditioner)
+        structured = isinstance(precond, SPARSE_MODELS)
         key_ref, key_prop, key_mh = jax.random.split(rng_key, 3)
         shape = state.position.shape  # (d,), or (d, k) one-hot rows: the algebra runs on the flat s
         s, u, grad = state.position.reshape(-1), state.momentum, state.grad.reshape(-1)
@@ -457,8 +458,8 @@ def as_top_level_api(
         The target's log density f.
     space : gradmc.spaces.DiscreteSpace
         The target's discrete space.
-    precond : HamsPreconditioner or StructuredPreconditioner
-        W, D, L, L⁻¹; or a sparse W by diagonals (φ = 0 only).
+    precond : HamsPreconditioner, StructuredPreconditioner or GraphPreconditioner
+        W, D, L, L⁻¹; or a sparse W by diagonals or by edges (φ = 0 only).
     epsilon : float
         The auto-regression ε ∈ [0, 1).
     phi : float
@@ -468,7 +469,7 @@ def as_top_level_api(
     """
     check_hyper(epsilon, beta)
     start = init
-    if isinstance(precond, StructuredPreconditioner):
+    if isinstance(precond, SPARSE_MODELS):
         check_structured_phi(phi)
 
         def start(position, logdensity_fn, rng_key=None):

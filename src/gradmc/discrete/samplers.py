@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.adapt import low_rank_model, sparse_model
+from gradmc.adapt import graph_model, low_rank_model, sparse_model
 from gradmc.adapt.learned_model import ModelTuning, explore_then_fit_sampler, pooled_dense_fit
 from gradmc.adapt.preconditioner import DEFAULTS as LEARNING_DEFAULTS
 from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
@@ -780,15 +780,17 @@ def _delta_tuning(adapt, target_accept, delta, build) -> ModelTuning:
 
 def _learned_w_form(name: str, f, space) -> tuple[str, Any]:
     """Which form the learned W takes, with what it needs: ``("dense", None)``,
-    ``("low-rank", basis)`` or ``("sparse", pattern)`` (module docs of
-    :mod:`gradmc.adapt.low_rank_model` and :mod:`gradmc.adapt.sparse_model`).
+    ``("low-rank", basis)``, ``("sparse", pattern)`` or ``("graph", graph)`` (module docs of
+    :mod:`gradmc.adapt.low_rank_model`, :mod:`gradmc.adapt.sparse_model` and
+    :mod:`gradmc.adapt.graph_model`).
 
     Below d = :data:`MIN_LOW_RANK_DIM` W is dense. Above it the Hessian's range is probed: a
     rank r ≤ d/4 (and ≤ :data:`~gradmc.adapt.low_rank_model.MAX_RANK`) makes W low-rank,
     O(d r) a step instead of O(d²). Above d = :data:`MAX_LEARNED_W_DIM` a dense W is not
     learned: W is low-rank when r is also below the number of the Hessian's diagonals (or
-    the Hessian has too many diagonals), else sparse on its pattern; a Hessian that is
-    neither is refused.
+    the Hessian has too many diagonals), else sparse on its pattern by diagonals, else sparse
+    on its graph (at most :data:`~gradmc.adapt.graph_model.MAX_DEGREE` neighbours per
+    coordinate); a Hessian that is none of these is refused.
     """
     d = space.dim
     if d <= MAX_LEARNED_W_DIM:
@@ -805,10 +807,13 @@ def _learned_w_form(name: str, f, space) -> tuple[str, Any]:
         return "low-rank", basis
     if pattern is not None:
         return "sparse", pattern
+    graph = graph_model.hessian_graph(f, space)
+    if graph is not None:
+        return "graph", graph
     raise ValueError(
         f"{name} learns a dense second-order model W only up to d = {MAX_LEARNED_W_DIM}, and above it a sparse "
-        f"W whose Hessian pattern has at most {sparse_model.MAX_OFFSETS} distinct index offsets or a W of rank "
-        f"at most {low_rank_model.MAX_RANK}; this target's Hessian (d = {d}) is neither. Pass W= (e.g. from "
+        f"W (at most {graph_model.MAX_DEGREE} neighbours per coordinate) or a W of rank at most "
+        f"{low_rank_model.MAX_RANK}; this target's Hessian (d = {d}) is neither. Pass W= (e.g. from "
         "gradmc.tuning.calibration.calibrate_w) or use ncg, gwg or pavg"
     )
 
@@ -821,12 +826,13 @@ def _learned_w_sampler(
     pooled moves of all chains, D and L follow; the second half runs PDHAMS and tunes δ (one
     for all chains) towards ``target_accept``.
 
-    W takes one of three forms (:func:`_learned_w_form`): dense (D by §8.4, L by §8.5, both
+    W takes one of four forms (:func:`_learned_w_form`): dense (D by §8.4, L by §8.5, both
     from W's eigendecomposition for any δ); of low rank on the Hessian's range
     (:mod:`gradmc.adapt.low_rank_model`, §8.9), where that rank is small; sparse on the
     Hessian's pattern above d = :data:`MAX_LEARNED_W_DIM` (:mod:`gradmc.adapt.sparse_model`,
-    at most :data:`~gradmc.adapt.sparse_model.MAX_OFFSETS` diagonals), with the Gershgorin D
-    and the edge or block factor L (§8.7; φ = 0 only).
+    at most :data:`~gradmc.adapt.sparse_model.MAX_OFFSETS` diagonals) or on its graph
+    (:mod:`gradmc.adapt.graph_model`, §8.10), with the Gershgorin D and the edge or block
+    factor L (§8.7; φ = 0 only).
     """
     if int(num_warmup) < 200:
         raise ValueError(
@@ -837,7 +843,7 @@ def _learned_w_sampler(
     f = target.logdensity_fn
     d = space.dim
     form, structure = _learned_w_form(name, f, space)
-    if form == "sparse" and (not is_concrete(phi) or float(phi) != 0.0):
+    if form in ("sparse", "graph") and (not is_concrete(phi) or float(phi) != 0.0):
         raise ValueError(
             f"{name} learns a sparse W for d = {d} > {MAX_LEARNED_W_DIM}, which runs with phi = 0 only "
             f"(got phi = {phi}); pass phi=0, or a dense W= to use phi != 0"
@@ -874,14 +880,21 @@ def _learned_w_sampler(
             tuning=_delta_tuning(adapt, target_accept, delta, low_rank_pdhams_preconditioner),
             **common,
         )
-    placeholder = sparse_model.placeholder_model(structure, d, delta)
+    if form == "graph":
+        placeholder = graph_model.placeholder_model(structure, delta)
+        fit, with_delta = graph_model.pooled_graph_fit(structure, delta), graph_model.with_delta
+        summary = graph_model.summary
+    else:
+        placeholder = sparse_model.placeholder_model(structure, d, delta)
+        fit, with_delta = sparse_model.pooled_structured_fit(structure, delta), sparse_model.with_delta
+        summary = sparse_model.summary
     return explore_then_fit_sampler(
         num_history=SPARSE_W_HISTORY,
-        fit=sparse_model.pooled_structured_fit(structure, delta),
+        fit=fit,
         placeholder_model=placeholder,
         kernel_init=lambda key, position: hams.init(position, f, key, precond=placeholder),
-        params_of=sparse_model.summary,
-        tuning=_delta_tuning(adapt, target_accept, delta, sparse_model.with_delta),
+        params_of=summary,
+        tuning=_delta_tuning(adapt, target_accept, delta, with_delta),
         **common,
     )
 
@@ -928,8 +941,9 @@ def _pdhams_builder(name, beta_default, eps_default, phi_default):
         With a given W the warm-up steps are ordinary steps.
     W : array_like, optional
         The second-order model (default: the target's ``metadata['W']``, else learned in
-        warm-up: dense up to d = 2,000, above it sparse on the Hessian's pattern with
-        φ = 0 only, docs/discrete-hams.md §8.7).
+        warm-up: dense up to d = 2,000 or of low rank on the Hessian's range where that
+        is small, above d = 2,000 sparse on the Hessian's diagonals or graph with φ = 0
+        only; docs/discrete-hams.md §8.7–§8.10).
     delta : float
         The step size δ > 0: D = (δ − λ_min W) I (a learned sparse W: the Gershgorin
         D_i = δ − W_ii + Σ_j |w_ij|). With a learned W, the first value of its tuning.

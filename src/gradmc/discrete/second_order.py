@@ -26,6 +26,9 @@ algorithm statement, docs/discrete-hams.md §7–§8).
   :func:`structured_preconditioner`, the products :func:`structured_w_product`,
   :func:`structured_shifted_product`, :func:`structured_l_product`, :func:`structured_lt_product`, and
   :func:`structured_to_dense` for checks.
+* :class:`GraphPreconditioner` — a sparse W on any interaction graph, stored as its edge
+  list, with the same Gershgorin D and edge factor (§8.10): products by gathers and
+  scatter-adds, O(d + E); the structured products above accept it too.
 * :class:`LowRankModel` — a W of low rank, V diag(λ) Vᵀ with V (d × r) orthonormal, for
   large d whose Hessian has a low-rank range (an RBM's visible units): D = (δ − min(0,
   λ_min)) I and the symmetric square root L of W + D, with L⁻¹, as
@@ -82,6 +85,10 @@ __all__ = [
     "shift_down",
     "structured_preconditioner",
     "structured_to_dense",
+    "GraphPreconditioner",
+    "SPARSE_MODELS",
+    "graph_preconditioner",
+    "graph_to_dense",
 ]
 
 #: Below this condition number of W + D, L is the Cholesky factor (§8.5).
@@ -593,11 +600,13 @@ def structured_w_product(model: StructuredPreconditioner, x):
     return out
 
 
-def structured_shifted_product(model: StructuredPreconditioner, x):
+def structured_shifted_product(model, x):
     """(W + D) x for a (d,) vector x; with the block factor as L (Lᵀ x), four b × b products
     per block instead of the 2 len(offsets) shifts of W x (W + D = L Lᵀ, to rounding, and
     the kernel then uses L Lᵀ consistently: the law of its momentum is N(0, L Lᵀ)).
     """
+    if isinstance(model, GraphPreconditioner):
+        return _graph_w_product(model, x) + model.D * x
     if model.chol_diag is not None:
         return structured_l_product(model, structured_lt_product(model, x))
     return structured_w_product(model, x) + model.D * x
@@ -609,10 +618,16 @@ def _to_blocks(model: StructuredPreconditioner, x):
     return jnp.pad(x, (0, blocks * b - x.shape[-1])).reshape(blocks, b)
 
 
-def structured_l_product(model: StructuredPreconditioner, u):
+def structured_l_product(model, u):
     """L u for a momentum u: shaped (len(offsets) + 1, d) for the edge factor, (d,) for the
-    block factor (L u)_k = C_k u_k + S_k u_{k−1}.
+    block factor (L u)_k = C_k u_k + S_k u_{k−1}, (E + d,) for a :class:`GraphPreconditioner`.
     """
+    if isinstance(model, GraphPreconditioner):
+        edges, root = model.rows.shape[0], jnp.sqrt(jnp.abs(model.weights))
+        u_edges = u[:edges]
+        out = model.L_diag * u[edges:]
+        out = out.at[model.rows].add(root * u_edges)
+        return out.at[model.cols].add(jnp.sign(model.weights) * root * u_edges)
     if model.chol_diag is not None:
         z = _to_blocks(model, u)
         previous = jnp.concatenate([jnp.zeros_like(z[:1]), z[:-1]])
@@ -643,13 +658,15 @@ def momentum_shape(model, dim: int) -> tuple[int, ...]:
 
     Parameters
     ----------
-    model : HamsPreconditioner or StructuredPreconditioner
+    model : HamsPreconditioner, StructuredPreconditioner or GraphPreconditioner
         The second-order model.
     dim : int
         d.
     """
     if isinstance(model, StructuredPreconditioner) and model.chol_diag is None:
         return (len(model.offsets) + 1, int(dim))
+    if isinstance(model, GraphPreconditioner):
+        return (model.rows.shape[0] + int(dim),)
     return (int(dim),)
 
 
@@ -783,4 +800,96 @@ def structured_to_dense(model: StructuredPreconditioner) -> tuple[np.ndarray, np
         i = np.arange(d - o)
         L[i, k * d + i] = np.asarray(model.L_off[k], np.float64)[: d - o]
         L[i + o, k * d + i] = np.asarray(model.L_cross[k], np.float64)[: d - o]
+    return W, L
+
+
+# -- a sparse W on any graph, stored as its edge list (docs/discrete-hams.md §8.10) -----------------
+
+
+@partial(
+    jax.tree_util.register_dataclass, data_fields=("W_diag", "weights", "D", "L_diag", "rows", "cols"), meta_fields=()
+)
+@dataclass(frozen=True)
+class GraphPreconditioner:
+    """A sparse symmetric W on an interaction graph of any shape, its edges e = (i, j), i < j,
+    listed, with the Gershgorin D and the edge factor L of §8.7,
+
+        W + D = Σ_e |w_e| v_e v_eᵀ + δ I,   v_e = e_i + sign(w_e) e_j,
+
+    L = [√|w_e| v_e (E columns) | √δ e_i (d columns)]. W x and L u are gathers and
+    scatter-adds, O(d + E); the momentum has E + d entries.
+
+    Parameters
+    ----------
+    W_diag : jax.Array
+        The diagonal of W, (d,).
+    weights : jax.Array
+        w_e, (E,).
+    D : jax.Array
+        The Gershgorin shift, (d,).
+    L_diag : jax.Array
+        √δ, (d,).
+    rows, cols : jax.Array
+        i and j of each edge, int32 (E,), i < j.
+    """
+
+    W_diag: jax.Array
+    weights: jax.Array
+    D: jax.Array
+    L_diag: jax.Array
+    rows: jax.Array
+    cols: jax.Array
+
+
+#: The sparse second-order models, whose HAMS momentum is v = L u (φ = 0 only).
+SPARSE_MODELS = (StructuredPreconditioner, GraphPreconditioner)
+
+
+def _graph_w_product(model: GraphPreconditioner, x):
+    """W x for a (d,) vector x."""
+    out = model.W_diag * x
+    out = out.at[model.rows].add(model.weights * x[model.cols])
+    return out.at[model.cols].add(model.weights * x[model.rows])
+
+
+def graph_preconditioner(W_diag, rows, cols, weights, delta) -> GraphPreconditioner:
+    """The :class:`GraphPreconditioner` of W (its diagonal and edge weights) for δ:
+    D_i = δ − W_ii + Σ_{e ∋ i} |w_e| (traceable; δ may be traced).
+
+    Parameters
+    ----------
+    W_diag : jax.Array
+        (d,).
+    rows, cols : array_like
+        The edges, int (E,), i < j.
+    weights : jax.Array
+        w_e, (E,).
+    delta : float or jax.Array
+        δ > 0.
+    """
+    W_diag = jnp.asarray(W_diag, jnp.float32)
+    weights = jnp.asarray(weights, jnp.float32)
+    rows, cols = jnp.asarray(rows, jnp.int32), jnp.asarray(cols, jnp.int32)
+    coupling = jnp.zeros_like(W_diag).at[rows].add(jnp.abs(weights)).at[cols].add(jnp.abs(weights))
+    return GraphPreconditioner(
+        W_diag, weights, delta - W_diag + coupling, jnp.full_like(W_diag, jnp.sqrt(delta)), rows, cols
+    )
+
+
+def graph_to_dense(model: GraphPreconditioner) -> tuple[np.ndarray, np.ndarray]:
+    """(W, L) as dense float64 arrays, W (d, d) and L (d, E + d): for checks on small d.
+
+    Parameters
+    ----------
+    model : GraphPreconditioner
+        The model.
+    """
+    d, edges = model.W_diag.shape[0], model.rows.shape[0]
+    rows, cols, w = np.asarray(model.rows), np.asarray(model.cols), np.asarray(model.weights, np.float64)
+    W = np.diag(np.asarray(model.W_diag, np.float64))
+    W[rows, cols] = W[cols, rows] = w
+    L = np.zeros((d, edges + d))
+    L[rows, np.arange(edges)] = np.sqrt(np.abs(w))
+    L[cols, np.arange(edges)] = np.sign(w) * np.sqrt(np.abs(w))
+    L[np.arange(d), edges + np.arange(d)] = np.asarray(model.L_diag, np.float64)
     return W, L
