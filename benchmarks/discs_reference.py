@@ -8,7 +8,9 @@ gradmc a current JAX, so this takes three steps in two Python environments:
 
 1. gradmc's environment: ``python benchmarks/discs_reference.py export DIR`` writes the
    random RBMs of ``discs-rbm`` (DISCS's trained RBM checkpoints are not downloadable; 784
-   visible units as DISCS's MNIST RBM, model ``rbm_random``, and 2,500, model ``rbm2500``)
+   visible units as DISCS's MNIST RBM, model ``rbm_random``; 2,500, model ``rbm2500``; 784
+   visible units of 4 categories and 50 hidden units as DISCS's Fashion-MNIST RBM, model
+   ``rbm-categorical``)
    with their starting and reference states, for DISCS's samplers to run on.
 2. DISCS's environment (``pip install jax==0.4.13 jaxlib==0.4.13 "numpy<2" "scipy<1.12"
    ml_collections absl-py`` and a checkout of google-research/discs, commit aa8c122, on
@@ -45,7 +47,11 @@ import numpy as np
 
 # the random RBMs of ``discs-rbm`` exported for DISCS's samplers: model name of this script ->
 # gradmc's options (DISCS's MNIST shape, and a larger one whose learned W in gradmc is of low rank)
-RANDOM_RBMS = {"rbm_random": {}, "rbm2500": {"num_visible": 2500}}
+RANDOM_RBMS = {
+    "rbm_random": {},
+    "rbm2500": {"num_visible": 2500},
+    "rbm-categorical": {"num_categories": 4, "num_hidden": 50},  # the shape of DISCS's Fashion-MNIST RBM
+}
 
 # model names of this script that are a DISCS model config with other options
 VARIANTS = {"ising25": ("ising", {"shape": (25, 25)})}
@@ -65,10 +71,16 @@ def export(out: Path) -> None:
             W=np.asarray(meta["weights"], np.float32),
             b_visible=np.asarray(meta["b_visible"], np.float32),
             b_hidden=np.asarray(meta["b_hidden"], np.float32),
-            starts=np.asarray(discs_initial_states(target, 100), np.int32),
-            reference=np.asarray(meta["reference"], np.int32),
+            starts=_labels(discs_initial_states(target, 100), meta["num_categories"]),
+            reference=_labels(meta["reference"], meta["num_categories"]),
         )
         print(f"wrote {out / name}.npz")
+
+
+def _labels(positions, num_categories: int) -> np.ndarray:
+    """States as DISCS holds them: bits, or the category of each one-hot row."""
+    positions = np.asarray(positions)
+    return (positions if num_categories == 2 else positions.argmax(-1)).astype(np.int32)
 
 
 def _stub_unused_imports() -> None:
@@ -83,9 +95,10 @@ def _stub_unused_imports() -> None:
 
 
 class RandomRBM:
-    """gradmc's random binary RBM behind DISCS's model interface (``forward``,
+    """gradmc's random RBM behind DISCS's model interface (``forward``,
     ``get_value_and_grad``, ``get_init_samples``): DISCS's RBM energy with the hidden units
-    summed out, log p(v) = Σ_h softplus(vᵀW_h + c_h) + bᵀv."""
+    summed out, log p(v) = Σ_h softplus(vᵀW_h + c_h) + bᵀv, on bits or on one-hot rows of
+    C categories (given as labels, they are made one-hot, as DISCS's categorical RBM does)."""
 
     def __init__(self, path: Path):
         import jax.numpy as jnp
@@ -93,7 +106,8 @@ class RandomRBM:
         data = np.load(path)
         self.W, self.b_visible, self.b_hidden = (jnp.asarray(data[k]) for k in ("W", "b_visible", "b_hidden"))
         self.starts, self.reference = jnp.asarray(data["starts"]), jnp.asarray(data["reference"])[None]
-        self.shape = (self.W.shape[0],)
+        self.num_categories = 2 if self.W.ndim == 2 else int(self.W.shape[-1])
+        self.shape = (int(self.b_visible.shape[0]),)
 
     def make_init_params(self, rng):
         return {}
@@ -104,8 +118,14 @@ class RandomRBM:
     def forward(self, params, x):
         import jax
 
+        if self.num_categories == 2:
+            x = x.astype(self.W.dtype)
+            return jax.numpy.sum(jax.nn.softplus(x @ self.W + self.b_hidden), -1) + x @ self.b_visible
+        if x.ndim == 2:  # labels
+            x = jax.nn.one_hot(x, self.num_categories)
         x = x.astype(self.W.dtype)
-        return jax.numpy.sum(jax.nn.softplus(x @ self.W + self.b_hidden), -1) + x @ self.b_visible
+        hidden = jax.numpy.einsum("bic,hic->bh", x, self.W) + self.b_hidden
+        return jax.numpy.sum(jax.nn.softplus(hidden), -1) + jax.numpy.sum(x * self.b_visible, (-2, -1))
 
     def get_value_and_grad(self, params, x):
         import jax
@@ -128,7 +148,7 @@ def run_discs(out: Path, model_name: str, sampler_name: str, steps: int, chains:
     config.sampler.update(importlib.import_module(f"discs.samplers.configs.{sampler_name}_config").get_config())
     if model_name in RANDOM_RBMS:
         model = RandomRBM(out / f"{model_name}.npz")
-        config.model.update({"name": "rbm", "shape": model.shape, "num_categories": 2})
+        config.model.update({"name": "rbm", "shape": model.shape, "num_categories": model.num_categories})
     else:
         config_name, options = VARIANTS.get(model_name, (model_name, {}))
         config.model.update(importlib.import_module(f"discs.models.configs.{config_name}_config").get_config())
