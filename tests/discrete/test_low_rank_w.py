@@ -167,5 +167,5 @@ def test_a_dense_full_rank_hessian_is_refused_above_the_dense_limit(monkeypatch)
     A = np.random.default_rng(0).normal(size=(80, 80)) / 80
     A = jnp.asarray(A + A.T, jnp.float32)
     dense = Target("dense-quadratic", lambda x: 0.5 * x @ A @ x, Binary(80))
-    with pytest.raises(ValueError, match="is neither. Pass W="):
+    with pytest.raises(ValueError, match="is none of these. Pass W="):
         gradmc.sampler("v-pdhams").bind(dense, 400)

@@ -105,15 +105,14 @@ def hessian_graph(
     if degree.max(initial=0) > max_degree:
         return None
     K = max(int(degree.max(initial=0)), 1)
+    source, target = np.concatenate([rows, cols]), np.concatenate([cols, rows])  # each edge both ways
+    order = np.argsort(source, kind="stable")
+    first = np.concatenate([[0], np.cumsum(degree)[:-1]])  # where each coordinate's run starts in the order
+    slot = np.empty(source.size, np.int32)
+    slot[order] = np.arange(source.size) - first[source[order]]
     neighbours = np.full((d, K), d, np.int32)
-    filled = np.zeros(d, np.int64)
-    slot_of_col, slot_of_row = np.zeros(rows.size, np.int32), np.zeros(rows.size, np.int32)
-    for e, (i, j) in enumerate(zip(rows, cols, strict=True)):
-        neighbours[i, filled[i]], slot_of_col[e] = j, filled[i]
-        neighbours[j, filled[j]], slot_of_row[e] = i, filled[j]
-        filled[i] += 1
-        filled[j] += 1
-    return HessianGraph(rows, cols, neighbours, slot_of_col, slot_of_row)
+    neighbours[source, slot] = target
+    return HessianGraph(rows, cols, neighbours, slot[: rows.size], slot[rows.size :])
 
 
 def pooled_graph_fit(graph: HessianGraph, delta, ridge: float = 1e-6):

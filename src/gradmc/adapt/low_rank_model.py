@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.adapt.preconditioner import pool_chains
-from gradmc.adapt.sparse_model import probe_points
+from gradmc.adapt.sparse_model import hessian_vector_products, probe_points
 from gradmc.discrete.second_order import HamsPreconditioner, LowRankModel, fit_w_from_sums
 
 __all__ = ["MAX_RANK", "hessian_range", "pooled_low_rank_fit", "placeholder_model", "summary"]
@@ -71,13 +71,7 @@ def hessian_range(
     """
     d = int(space.dim)
     count = min(int(max_rank) + int(oversample), d)
-    grad = jax.grad(lambda x: logdensity_fn(x.reshape(space.event_shape)))
-
-    @jax.jit
-    def products(x, vectors):
-        h = jax.vmap(lambda v: jax.jvp(grad, (x,), (v,))[1])(vectors)
-        return jnp.where(jnp.isfinite(h), h, 0.0)
-
+    products = hessian_vector_products(logdensity_fn, space)
     keys = jax.random.split(jax.random.key(seed + 1), num_points)
     columns = [
         np.asarray(products(x, jax.random.normal(key, (count, d), jnp.float32)), np.float64)

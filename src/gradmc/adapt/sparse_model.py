@@ -34,6 +34,7 @@ __all__ = [
     "MAX_OFFSETS",
     "HessianPattern",
     "probe_points",
+    "hessian_vector_products",
     "hessian_columns",
     "hessian_pattern",
     "slots",
@@ -93,6 +94,27 @@ def probe_points(space, num_points: int, seed: int) -> list[jax.Array]:
     return points
 
 
+def hessian_vector_products(logdensity_fn, space):
+    """``products(x, vectors)``, jitted: the Hessian of f at the flat position ``x`` times each
+    row of ``vectors`` (``jax.jvp`` of ``jax.grad``, vmapped), non-finite entries set to 0.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        f, on positions of ``space`` (the Hessian is that of the flattened position).
+    space : gradmc.spaces.DiscreteSpace
+        A discrete space.
+    """
+    grad = jax.grad(lambda x: logdensity_fn(x.reshape(space.event_shape)))  # on the flat position
+
+    @jax.jit
+    def products(x, vectors):
+        h = jax.vmap(lambda v: jax.jvp(grad, (x,), (v,))[1])(vectors)
+        return jnp.where(jnp.isfinite(h), h, 0.0)
+
+    return products
+
+
 def hessian_columns(logdensity_fn, space, *, num_points: int = 3, chunk: int = 256):
     """The magnitudes of the Hessian of f, ``chunk`` columns at a time: yields ``(start,
     |H[:, start:start + chunk]|ᵀ)`` (rows past d are zero; non-finite entries are 0) at each
@@ -112,13 +134,12 @@ def hessian_columns(logdensity_fn, space, *, num_points: int = 3, chunk: int = 2
     """
     d = int(space.dim)
     chunk = max(1, min(int(chunk), d))
-    grad = jax.grad(lambda x: logdensity_fn(x.reshape(space.event_shape)))  # on the flat position
+    products = hessian_vector_products(logdensity_fn, space)
 
     @jax.jit
     def columns(x, start):
         basis = jax.nn.one_hot(start + jnp.arange(chunk), d, dtype=x.dtype)  # past d: zero rows
-        h = jax.vmap(lambda v: jax.jvp(grad, (x,), (v,))[1])(basis)  # (chunk, d): H[:, start + r]
-        return jnp.where(jnp.isfinite(h), jnp.abs(h), 0.0)
+        return jnp.abs(products(x, basis))  # (chunk, d): |H[:, start + r]|
 
     for x in probe_points(space, num_points, 0):
         for start in range(0, d, chunk):

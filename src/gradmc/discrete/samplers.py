@@ -793,13 +793,13 @@ def _learned_w_form(name: str, f, space) -> tuple[str, Any]:
     coordinate); a Hessian that is none of these is refused.
     """
     d = space.dim
+    max_rank = min(low_rank_model.MAX_RANK, d // 4)
     if d <= MAX_LEARNED_W_DIM:
         if d < MIN_LOW_RANK_DIM:
             return "dense", None
-        basis = low_rank_model.hessian_range(f, space, max_rank=min(low_rank_model.MAX_RANK, d // 4))
+        basis = low_rank_model.hessian_range(f, space, max_rank=max_rank)
         return ("dense", None) if basis is None else ("low-rank", basis)
     pattern = sparse_model.hessian_pattern(f, space)
-    max_rank = min(low_rank_model.MAX_RANK, d // 4)
     if pattern is not None:
         max_rank = min(max_rank, len(pattern.offsets) - 1)
     basis = low_rank_model.hessian_range(f, space, max_rank=max_rank) if max_rank >= 1 else None
@@ -813,7 +813,7 @@ def _learned_w_form(name: str, f, space) -> tuple[str, Any]:
     raise ValueError(
         f"{name} learns a dense second-order model W only up to d = {MAX_LEARNED_W_DIM}, and above it a sparse "
         f"W (at most {graph_model.MAX_DEGREE} neighbours per coordinate) or a W of rank at most "
-        f"{low_rank_model.MAX_RANK}; this target's Hessian (d = {d}) is neither. Pass W= (e.g. from "
+        f"{low_rank_model.MAX_RANK}; this target's Hessian (d = {d}) is none of these. Pass W= (e.g. from "
         "gradmc.tuning.calibration.calibrate_w) or use ncg, gwg or pavg"
     )
 
