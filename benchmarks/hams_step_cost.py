@@ -16,7 +16,7 @@
 
 (c) With a sparse W by diagonals (docs/discrete-hams.md §8.7) on DISCS's 100×100 Ising
     model (d = 10,000, the W that V-PDHAMS learns in a short warm-up, δ = 1, ε = 0.5): the step time of V- and O-PDHAMS
-    divided by NCG's, and the share of the E + d Gaussian draws a step makes for its
+    divided by NCG's, and the share of the 2d Gaussian draws (one per coordinate and diagonal) a step makes for its
     momentum (``normals``: the draws alone, timed in the same kind of loop). The goal of
     the DISCS benchmark is <= 2x NCG's step time.
 

@@ -43,10 +43,14 @@ def random_model(d=11, offsets=(1, 3), delta=0.7, seed=0, kind="edges"):
     return second_order.structured_preconditioner(rng.normal(size=d), W_off, offsets, delta, kind)
 
 
-@pytest.mark.parametrize("kind", ["edges", "blocks"])
-def test_products_match_the_dense_matrices(kind):
-    """Both factors; for the blocks d = 11 is not a multiple of b = 3 (a padded last block)."""
-    model = random_model(kind=kind)
+@pytest.mark.parametrize(("kind", "offsets"), [("edges", (1, 3)), ("edges", (4,)), ("edges", ()), ("blocks", (1, 3))])
+def test_products_match_the_dense_matrices(kind, offsets):
+    """Both factors; for the blocks d = 11 is not a multiple of b = 3 (a padded last block).
+    The edge factor has one column per coordinate and offset (K d normals): √|w_e| v_e for
+    the edges of offset 1, c_i e_i + t_i e_{i+3} for the chains of offset 3; a diagonal W
+    has L = √δ I; about 30 % of the pairs are no edge, so chains break.
+    """
+    model = random_model(kind=kind, offsets=offsets)
     W, L = second_order.structured_to_dense(model)
     d = W.shape[0]
     rng = np.random.default_rng(1)
@@ -60,6 +64,12 @@ def test_products_match_the_dense_matrices(kind):
     np.testing.assert_allclose(L @ L.T, W + np.diag(D), atol=1e-5)
     if kind == "blocks":
         assert L.shape == (d, d) and np.allclose(L, np.tril(L))  # block lower bidiagonal, triangular blocks
+    else:
+        assert L.shape == (d, max(len(offsets), 1) * d)
+        for k, o in enumerate(offsets or (0,)):  # column i of row k: entries at i and i + o only
+            block = L[:, k * d : (k + 1) * d]
+            allowed = np.eye(d, dtype=bool) | np.eye(d, k=-o, dtype=bool)
+            assert np.all(block[~allowed] == 0.0)
     gershgorin = 0.7 - np.diag(W) + np.abs(W - np.diag(np.diag(W))).sum(axis=1)
     np.testing.assert_allclose(D, gershgorin, atol=1e-5)
     assert np.linalg.eigvalsh(W + np.diag(D))[0] >= 0.7 - 1e-5  # W + D ⪰ δ I

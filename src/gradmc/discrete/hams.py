@@ -28,8 +28,8 @@ Special cases of the one kernel (§7.9, §11), with the preconditioner W, D, L o
 
 With a sparse W by diagonals (:class:`~gradmc.discrete.second_order.StructuredPreconditioner`,
 §8.7) or by edges (:class:`~gradmc.discrete.second_order.GraphPreconditioner`, §8.10; φ = 0
-only) L is d × (E + d) and the state holds v = L u ~ N(0, W + D) instead of u:
-v_m = −ε v + √(1−ε²) L ζ (ζ ∈ R^(E+d)), v' = v_m − (W + D)Δ and
+only) L is d × k (k = K d for K diagonals, E + d for E edges) and the state holds
+v = L u ~ N(0, W + D) instead of u: v_m = −ε v + √(1−ε²) L ζ (ζ ∈ R^k), v' = v_m − (W + D)Δ and
 |u'|² − |m|² = −2 Δᵀ v_m + Δᵀ(W + D)Δ, so L⁻¹ is never needed.
 
 The vanilla proposal and its score use the shared factorised-proposal routine

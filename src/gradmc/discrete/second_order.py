@@ -21,7 +21,7 @@ algorithm statement, docs/discrete-hams.md §7–§8).
 
 * :class:`StructuredPreconditioner` — a sparse W stored by diagonals, with the Gershgorin
   D_i = δ − W_ii + Σ_j |w_ij| and a factor L of W + D, for large d (§8.7): the non-square
-  edge factor (d × (E + d)) when the diagonals are few and far apart (lattices), the block
+  edge factor (d × K d for K diagonals) when the diagonals are few and far apart (lattices), the block
   Cholesky factor of the band when they fill it (:func:`factor_kind`):
   :func:`structured_preconditioner`, the products :func:`structured_w_product`,
   :func:`structured_shifted_product`, :func:`structured_l_product`, :func:`structured_lt_product`, and
@@ -80,6 +80,7 @@ __all__ = [
     "structured_lt_product",
     "momentum_shape",
     "factor_kind",
+    "chain_factor",
     "edge_mask",
     "shift_up",
     "shift_down",
@@ -519,7 +520,7 @@ def low_rank_pdhams_preconditioner(model: LowRankModel, delta) -> HamsPreconditi
 
 @partial(
     jax.tree_util.register_dataclass,
-    data_fields=("W_diag", "W_off", "D", "L_off", "L_cross", "L_diag", "chol_diag", "chol_sub"),
+    data_fields=("W_diag", "W_off", "D", "L_off", "L_cross", "chol_diag", "chol_sub"),
     meta_fields=("offsets",),
 )
 @dataclass(frozen=True)
@@ -527,10 +528,13 @@ class StructuredPreconditioner:
     """A sparse symmetric W stored by diagonals (DIA format), its Gershgorin D and a factor
     L with L Lᵀ = W + D (§8.7), of one of two kinds (:func:`factor_kind`):
 
-    * **edges** (``L_off``, ``L_cross``, ``L_diag``; the ``chol_*`` fields are None): L is
-      d × (E + d); column e = (i, i + o) is √|w_e| (e_i + sign(w_e) e_{i+o}) and the last d
-      columns are √c_i e_i. The momentum is shaped (len(offsets) + 1, d): one row per
-      offset (its edge columns) and one for the diagonal columns.
+    * **edges** (``L_off``, ``L_cross``; the ``chol_*`` fields are None): L is d × (K d) for
+      K = len(offsets) (d × d when there are none). Each offset but the chain offset
+      o* = max(offsets) gives one column per edge e = (i, i + o), √|w_e| (e_i + sign(w_e)
+      e_{i+o}); the chain offset's edges and δ I give the lower bidiagonal Cholesky factor
+      of Σ_{e of o*} |w_e| v_e v_eᵀ + δ I, column i = c_i e_i + (w_i / c_i) e_{i+o*}
+      (:func:`chain_factor`). The momentum is shaped (K, d), one row per offset; column i
+      of row k is ``L_off[k, i]`` e_i + ``L_cross[k, i]`` e_{i+o_k}.
     * **blocks** (``chol_diag``, ``chol_sub``; the ``L_*`` fields are None): W + D is
       block tridiagonal in blocks of b = max(offsets) coordinates (d padded to a multiple
       of b with unit diagonal), and L is its block Cholesky factor, block lower
@@ -553,9 +557,7 @@ class StructuredPreconditioner:
     D : jax.Array
         The diagonal shift, (d,).
     L_off, L_cross : jax.Array or None
-        √|w| and sign(w) √|w| of the edge columns, (len(offsets), d).
-    L_diag : jax.Array or None
-        √c of the diagonal columns, (d,).
+        The entries of the edge factor's columns at i and at i + o, (max(len(offsets), 1), d).
     chol_diag, chol_sub : jax.Array or None
         The blocks C_k and S_k of the block factor, (⌈d/b⌉, b, b) each (S_0 = 0).
     """
@@ -566,7 +568,6 @@ class StructuredPreconditioner:
     D: jax.Array
     L_off: jax.Array | None
     L_cross: jax.Array | None
-    L_diag: jax.Array | None
     chol_diag: jax.Array | None = None
     chol_sub: jax.Array | None = None
 
@@ -618,8 +619,15 @@ def _to_blocks(model: StructuredPreconditioner, x):
     return jnp.pad(x, (0, blocks * b - x.shape[-1])).reshape(blocks, b)
 
 
+def _factor_offsets(model: StructuredPreconditioner) -> tuple[int, ...]:
+    """The offsets of the edge factor's rows: the model's, or (0,) for a diagonal W (one row,
+    √δ I: its cross entries are 0).
+    """
+    return model.offsets or (0,)
+
+
 def structured_l_product(model, u):
-    """L u for a momentum u: shaped (len(offsets) + 1, d) for the edge factor, (d,) for the
+    """L u for a momentum u: shaped (max(len(offsets), 1), d) for the edge factor, (d,) for the
     block factor (L u)_k = C_k u_k + S_k u_{k−1}, (E + d,) for a :class:`GraphPreconditioner`.
     """
     if isinstance(model, GraphPreconditioner):
@@ -633,14 +641,14 @@ def structured_l_product(model, u):
         previous = jnp.concatenate([jnp.zeros_like(z[:1]), z[:-1]])
         out = jnp.einsum("kij,kj->ki", model.chol_diag, z) + jnp.einsum("kij,kj->ki", model.chol_sub, previous)
         return out.reshape(-1)[: u.shape[-1]]
-    out = model.L_diag * u[-1]
-    for k, o in enumerate(model.offsets):
+    out = jnp.zeros_like(u[0])
+    for k, o in enumerate(_factor_offsets(model)):
         out = out + model.L_off[k] * u[k] + jnp.roll(model.L_cross[k] * u[k], o, axis=-1)
     return out
 
 
 def structured_lt_product(model: StructuredPreconditioner, y):
-    """Lᵀ y for a (d,) vector y: shaped (len(offsets) + 1, d) for the edge factor, (d,) for
+    """Lᵀ y for a (d,) vector y: shaped (max(len(offsets), 1), d) for the edge factor, (d,) for
     the block factor (Lᵀ y)_k = C_kᵀ y_k + S_{k+1}ᵀ y_{k+1}.
     """
     if model.chol_diag is not None:
@@ -648,13 +656,13 @@ def structured_lt_product(model: StructuredPreconditioner, y):
         below = jnp.einsum("kji,kj->ki", model.chol_sub, z)  # S_kᵀ y_k, owed to block k − 1
         out = jnp.einsum("kji,kj->ki", model.chol_diag, z) + jnp.concatenate([below[1:], jnp.zeros_like(below[:1])])
         return out.reshape(-1)[: y.shape[-1]]
-    rows = [model.L_off[k] * y + model.L_cross[k] * jnp.roll(y, -o, axis=-1) for k, o in enumerate(model.offsets)]
-    return jnp.stack(rows + [model.L_diag * y])
+    offsets = _factor_offsets(model)
+    return jnp.stack([model.L_off[k] * y + model.L_cross[k] * jnp.roll(y, -o, axis=-1) for k, o in enumerate(offsets)])
 
 
 def momentum_shape(model, dim: int) -> tuple[int, ...]:
     """The shape of the HAMS momentum for ``model``: (d,) for a square L (and the block
-    factor of a :class:`StructuredPreconditioner`), (len(offsets) + 1, d) for its edge factor.
+    factor of a :class:`StructuredPreconditioner`), (max(len(offsets), 1), d) for its edge factor.
 
     Parameters
     ----------
@@ -664,7 +672,7 @@ def momentum_shape(model, dim: int) -> tuple[int, ...]:
         d.
     """
     if isinstance(model, StructuredPreconditioner) and model.chol_diag is None:
-        return (len(model.offsets) + 1, int(dim))
+        return (len(_factor_offsets(model)), int(dim))
     if isinstance(model, GraphPreconditioner):
         return (model.rows.shape[0] + int(dim),)
     return (int(dim),)
@@ -672,7 +680,7 @@ def momentum_shape(model, dim: int) -> tuple[int, ...]:
 
 #: The block factor is used when the diagonals fill at least this fraction of the band of
 #: width max(offsets): a step then draws d normals and multiplies by 2 b × b blocks per b
-#: coordinates, against (len(offsets) + 1) d normals for the edge factor.
+#: coordinates, against len(offsets) d normals for the edge factor.
 BLOCK_FILL = 0.25
 
 
@@ -715,6 +723,40 @@ def _block_factor(W_diag, W_off, offsets, D):
     return C, S
 
 
+def chain_factor(w, o: int, delta) -> tuple[jax.Array, jax.Array]:
+    """The lower bidiagonal Cholesky factor of A = Σ_i |w_i| v_i v_iᵀ + δ I,
+    v_i = e_i + sign(w_i) e_{i+o} (the Gershgorin part of one offset's edges plus δ I):
+    column i of L is c_i e_i + t_i e_{i+o}, L Lᵀ = A (traceable; §8.7).
+
+    A couples i only with i ± o, so along each chain i, i + o, i + 2o, ... it is
+    tridiagonal: c_i² = A_ii − t_{i−o}², t_i = w_i / c_i, one scan over the ⌈d/o⌉ rows of o
+    coordinates. c_i² ≥ δ + |w_i| (A is diagonally dominant by δ), so it never breaks down.
+
+    Parameters
+    ----------
+    w : jax.Array
+        ``w[i] = W[i, i + o]`` (0 where i + o ≥ d or no edge), (d,).
+    o : int
+        The offset (static).
+    delta : float or jax.Array
+        δ > 0.
+    """
+    d, absolute = w.shape[0], jnp.abs(w)
+    rows = -(-d // o)
+    pad = rows * o - d
+    diagonal = jnp.pad(delta + absolute + shift_down(absolute, o), (0, pad), constant_values=1.0).reshape(rows, o)
+    couplings = jnp.pad(w, (0, pad)).reshape(rows, o)
+
+    def step(cross_above, row):
+        a, w_row = row
+        c = jnp.sqrt(a - cross_above**2)
+        t = w_row / c
+        return t, (c, t)
+
+    _, (c, t) = jax.lax.scan(step, jnp.zeros(o, w.dtype), (diagonal, couplings))
+    return c.reshape(-1)[:d], t.reshape(-1)[:d]
+
+
 def edge_mask(offsets, dim: int, mask=None):
     """The (len(offsets), d) mask of the stored diagonals: (i, i + o) lies inside the matrix
     and, when ``mask`` is given, is an edge of it.
@@ -735,8 +777,10 @@ def edge_mask(offsets, dim: int, mask=None):
 def structured_preconditioner(W_diag, W_off, offsets, delta, kind: str | None = None) -> StructuredPreconditioner:
     """The model of a sparse W by diagonals with the Gershgorin shift (§8.7):
     D_i = δ − W_ii + Σ_j |w_ij|, so W + D = Σ_edges |w_e| v_e v_eᵀ + δ I ⪰ δ I, and its
-    factor: the edge factor L = [√|w_e| v_e | √δ e_i], v_e = e_i + sign(w_e) e_j, or the
-    block Cholesky factor of W + D (:class:`StructuredPreconditioner`). Traceable (float32).
+    factor: the edge factor (columns √|w_e| v_e, v_e = e_i + sign(w_e) e_j, for the edges of
+    all offsets but the largest, and the :func:`chain_factor` of the largest one's edges
+    plus δ I), or the block Cholesky factor of W + D (:class:`StructuredPreconditioner`).
+    Traceable (float32).
 
     Parameters
     ----------
@@ -769,17 +813,23 @@ def structured_preconditioner(W_diag, W_off, offsets, delta, kind: str | None = 
     D = delta - W_diag + row_sums
     if kind == "blocks" and offsets:
         return StructuredPreconditioner(
-            offsets, W_diag, W_off, D, None, None, None, *_block_factor(W_diag, W_off, offsets, D)
+            offsets, W_diag, W_off, D, None, None, *_block_factor(W_diag, W_off, offsets, D)
         )
+    if not offsets:
+        return StructuredPreconditioner(offsets, W_diag, W_off, D, jnp.full((1, d), jnp.sqrt(delta)), jnp.zeros((1, d)))
     root = jnp.sqrt(absolute)
+    L_off, L_cross = root, jnp.sign(W_off) * root
+    chain = int(np.argmax(offsets))
+    diagonal, cross = chain_factor(W_off[chain], offsets[chain], delta)
     return StructuredPreconditioner(
-        offsets, W_diag, W_off, D, root, jnp.sign(W_off) * root, jnp.full_like(W_diag, jnp.sqrt(delta))
+        offsets, W_diag, W_off, D, L_off.at[chain].set(diagonal), L_cross.at[chain].set(cross)
     )
 
 
 def structured_to_dense(model: StructuredPreconditioner) -> tuple[np.ndarray, np.ndarray]:
-    """(W, L) as dense float64 arrays, W (d, d) and L (d, (len(offsets) + 1) d) for the edge
-    factor, (d, d) for the block factor: for checks on small d.
+    """(W, L) as dense float64 arrays, W (d, d) and L (d, max(len(offsets), 1) d) for the edge
+    factor (columns row by row of the momentum), (d, d) for the block factor: for checks on
+    small d.
 
     Parameters
     ----------
@@ -792,15 +842,9 @@ def structured_to_dense(model: StructuredPreconditioner) -> tuple[np.ndarray, np
     for k, o in enumerate(model.offsets):
         i = np.arange(d - o)
         W[i, i + o] = W[i + o, i] = np.asarray(model.W_off[k], np.float64)[: d - o]
-    if model.chol_diag is not None:  # the product with the basis vectors
-        return W, np.asarray(jax.vmap(lambda e: structured_l_product(model, e), out_axes=1)(jnp.eye(d)), np.float64)
-    L = np.zeros((d, (len(model.offsets) + 1) * d))
-    L[np.arange(d), len(model.offsets) * d + np.arange(d)] = np.asarray(model.L_diag, np.float64)
-    for k, o in enumerate(model.offsets):
-        i = np.arange(d - o)
-        L[i, k * d + i] = np.asarray(model.L_off[k], np.float64)[: d - o]
-        L[i + o, k * d + i] = np.asarray(model.L_cross[k], np.float64)[: d - o]
-    return W, L
+    shape = momentum_shape(model, d)
+    basis = jnp.eye(int(np.prod(shape)), dtype=jnp.float32).reshape(-1, *shape)
+    return W, np.asarray(jax.vmap(lambda e: structured_l_product(model, e), out_axes=1)(basis), np.float64)
 
 
 # -- a sparse W on any graph, stored as its edge list (docs/discrete-hams.md §8.10) -----------------
