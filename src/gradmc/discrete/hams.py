@@ -165,21 +165,26 @@ def check_structured_phi(phi) -> None:
 
 
 def _cumulative64(logits):
-    """The unnormalised CDF S (K, ...), S_k = Σ_{j≤k} w_j with w = exp(logits − max) over the
-    last axis of the logits (..., K): float64, value axis first.
+    """The CDF F (K, ...), F_k = S_k / S_K with S_k = Σ_{j≤k} w_j and w = exp(logits − max)
+    over the last axis of the logits (..., K): float64, value axis first, F_K = 1 exactly.
 
     The exponentials are taken in the logits' dtype after the max-shift: a cell that
     underflows there (p < 1e-38 in float32) is far below what float64 CDF differences
-    resolve anyway (~1e-16 / β, §2.2). Only the sums are float64; they keep T_β accurate
-    down to that resolution. F = S / S_K is formed only for picked cells.
+    resolve anyway (~1e-16 / β, §2.2). Only the sums and the K − 1 divisions are float64;
+    they keep T_β accurate down to that resolution.
     """
     return _cumulative64_rows(jnp.moveaxis(logits, -1, 0))  # value axis first: the K rows are contiguous
 
 
 def _cumulative64_rows(rows):
-    """:func:`_cumulative64` of the logits given value axis first, (K, ...)."""
+    """:func:`_cumulative64` of the logits given value axis first, (K, ...).
+
+    F is normalised once here, so the bounds of the picked cells are selects only (XLA's CPU
+    code makes each float64 division over the cells a separate pass over memory).
+    """
     weights = jnp.exp(rows - jnp.max(rows, axis=0)).astype(jnp.float64)
-    return jnp.stack(list(itertools.accumulate(weights)))  # K static: unrolled (XLA's CPU cumsum is slower)
+    sums = list(itertools.accumulate(weights))  # K static: unrolled (XLA's CPU cumsum is slower)
+    return jnp.stack([S_k / sums[-1] for S_k in sums[:-1]] + [jnp.ones_like(sums[-1])])
 
 
 def _logit_rows(a, b, space: DiscreteSpace):
@@ -196,15 +201,14 @@ def _logit_rows(a, b, space: DiscreteSpace):
 
 
 def _bounds(cumulative, k):
-    """(F_{k−1}, F_k): the normalised bounds of cell k (F_{−1} = 0, F_K = 1) from the
-    unnormalised CDF S, picked by one chain of selects over the K rows (no gather: XLA's
-    CPU gather is slow under vmap).
+    """(F_{k−1}, F_k): the bounds of cell k (F_{−1} = 0, F_K = 1) from the CDF F, picked by
+    one chain of selects over the K rows (no gather: XLA's CPU gather is slow under vmap).
     """
     lower, upper = jnp.zeros_like(cumulative[0]), jnp.zeros_like(cumulative[0])
     for j in range(len(cumulative)):
         lower = jnp.where(k == j, cumulative[j - 1] if j else 0.0, lower)
         upper = jnp.where(k == j, cumulative[j], upper)
-    return lower / cumulative[-1], upper / cumulative[-1]
+    return lower, upper
 
 
 def _transition64(lower_i, upper_i, lower_l, upper_l, beta):
@@ -254,13 +258,12 @@ def _reflect_and_jitter(q, lower, upper, beta):
 
 
 def _or_propose64(bits, i, cumulative, beta):
-    """Algorithm 2 (§2.1) from indices ``i`` with the unnormalised CDF S of the reference:
-    the new indices l and T_β(l | i), float64.
+    """Algorithm 2 (§2.1) from indices ``i`` with the CDF F of the reference: the new
+    indices l and T_β(l | i), float64.
     """
     lower_i, upper_i = _bounds(cumulative, i)
     w_new = _reflect_and_jitter(_uniform64(bits), lower_i, upper_i, beta)
-    threshold = w_new * cumulative[-1]
-    below = sum((S_k <= threshold).astype(jnp.int32) for S_k in cumulative)
+    below = sum((F_k <= w_new).astype(jnp.int32) for F_k in cumulative)
     l = jnp.minimum(below, len(cumulative) - 1)  # noqa: E741
     return l, _transition64(lower_i, upper_i, *_bounds(cumulative, l), beta)
 
@@ -268,7 +271,7 @@ def _or_propose64(bits, i, cumulative, beta):
 def reference_cdf(logits):
     """(p, F) of §2 for reference logits (..., K), float64, as :func:`or_sample` and
     :func:`or_transition` use them: F = S / S_K (F_K = 1) for the unnormalised CDF S, p its
-    increments.
+    increments (:func:`_cumulative64`).
 
     Parameters
     ----------
@@ -276,8 +279,7 @@ def reference_cdf(logits):
         Unnormalised log-probabilities of the reference, (..., K).
     """
     with jax.enable_x64(True):
-        cumulative = _cumulative64(jnp.asarray(logits))
-        F = jnp.moveaxis(cumulative / cumulative[-1], 0, -1)
+        F = jnp.moveaxis(_cumulative64(jnp.asarray(logits)), 0, -1)
         return jnp.diff(F, axis=-1, prepend=0.0), F
 
 
