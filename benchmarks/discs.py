@@ -33,7 +33,11 @@ relative to NCG, all from the same run.
 ``--models rbm2500`` and ``rbm-categorical``: ``discs-rbm`` with 2,500 binary visible units,
 and with 784 visible units of 4 categories and 50 hidden units (the shape of DISCS's
 Fashion-MNIST RBM, random parameters; 3,136 one-hot entries): dense Hessians of rank 25 and
-50, where V-/O-PDHAMS learn a W of low rank (docs/discrete-hams.md §8.9).
+50, where V-/O-PDHAMS learn a W of low rank (docs/discrete-hams.md §8.9). Under each RBM's
+table a yardstick line: the ESS per step of the RBM's own block Gibbs sampler (hidden units
+given the visible ones, then visible given hidden) under the same protocol. It uses the
+hidden units, which a sampler given only log p(v) and its gradient does not see, so it is not
+one of the compared samplers; it shows how far the model itself allows a chain to mix.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ import json
 import time
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 import gradmc
@@ -175,8 +181,43 @@ def main(argv=None) -> int:
         print(format_table(rows, title=f"{model} ({target.name}, d = {target.dim}): {chains} chains, {steps} steps"))
         compare_with_discs(model, rows, protocol=(steps, chains) == (10_000, 100))
         print_pdhams_against_ncg(rows)
+        if registered == "discs-rbm":
+            ess, se = rbm_block_gibbs_ess_per_step(target, chains, steps, args.seed)
+            print(f"yardstick, the RBM's block Gibbs over visible and hidden units: {ess:.4f} ± {se:.4f} ESS/step")
         print()
     return 0
+
+
+def rbm_block_gibbs_ess_per_step(target, chains: int, steps: int, seed: int) -> tuple[float, float]:
+    """ESS per kept step (and its standard error over chains) of the exact block Gibbs sampler
+    of a ``discs-rbm`` target with its hidden units restored: h ~ p(h | v), then v ~ p(v | h),
+    from the same starting states, with the same statistic and the first half discarded."""
+    meta = target.metadata
+    weights = jnp.asarray(meta["weights"], jnp.float32)  # (V, H) binary, (H, V, C) categorical
+    b_visible, b_hidden = jnp.asarray(meta["b_visible"], jnp.float32), jnp.asarray(meta["b_hidden"], jnp.float32)
+    statistic = discs_statistic_fn(meta["reference"], target.space)
+    binary = meta["num_categories"] == 2
+
+    def step(visible, key):
+        key_hidden, key_visible = jax.random.split(key)
+        field = visible @ weights if binary else jnp.einsum("ic,hic->h", visible, weights)
+        hidden = jax.random.bernoulli(key_hidden, jax.nn.sigmoid(field + b_hidden)).astype(jnp.float32)
+        if binary:
+            visible = jax.random.bernoulli(key_visible, jax.nn.sigmoid(weights @ hidden + b_visible))
+        else:
+            logits = jnp.einsum("h,hic->ic", hidden, weights) + b_visible
+            visible = jax.nn.one_hot(jax.random.categorical(key_visible, logits), logits.shape[-1])
+        visible = visible.astype(jnp.float32)
+        return visible, statistic(visible)
+
+    def chain(start, key):
+        return jax.lax.scan(step, start, jax.random.split(key, steps))[1]
+
+    starts = jnp.asarray(discs_initial_states(target, chains), jnp.float32)
+    keys = jax.random.split(jax.random.key(seed), chains)
+    kept = steps - steps // 2
+    per_chain = discs_ess(np.asarray(jax.jit(jax.vmap(chain))(starts, keys), np.float64)[:, steps // 2 :]) / kept
+    return float(per_chain.mean()), float(per_chain.std(ddof=1) / np.sqrt(chains))
 
 
 def print_pdhams_against_ncg(rows: list[dict]) -> None:
