@@ -221,6 +221,7 @@ MEMORY_RUN = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # four processes that each import JAX and compile: about a minute
 def test_streaming_run_has_bounded_peak_memory(tmp_path):
     """Peak resident memory must not grow with the run's length when draws stream to disk.
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent(
     """
     import resource
@@ -27,6 +29,7 @@ SCRIPT = textwrap.dedent(
 CONSTANT = 192 * 2**20  # compilation, statistics, one chunk in flight: independent of the number of draws
 
 
+@pytest.mark.slow  # 15,000 draws of 2,500 categorical sites in a fresh process: about 40 s
 def test_peak_memory_is_the_kept_draws_plus_a_constant():
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True).stdout
     kept, increase = map(int, out.split())
