@@ -125,10 +125,11 @@ def run_one(target, spec: str, chains: int, steps: int, seed: int, start=None, r
     per_chain = discs_ess(np.asarray(trace.draws, np.float64))
     ess = float(per_chain.mean())
     evals = float(np.sum(trace.stats["num_grad_evals"])) / chains
+    per_step, standard_error = mean_per_step(per_chain, steps - half)
     return {
         "sampler": sampler,
-        "ESS/step": ess / (steps - half),
-        "± SE": float(per_chain.std(ddof=1) / np.sqrt(len(per_chain))) / (steps - half),
+        "ESS/step": per_step,
+        "± SE": standard_error,
         "ESS/1k evals": 1000.0 * ess / evals if evals > 0 else "n/a (no gradients)",
         "ESS/s": ess / trace.sampling_seconds,
         "accept": float(np.mean(trace.stats["acceptance_rate"])),
@@ -215,9 +216,14 @@ def rbm_block_gibbs_ess_per_step(target, chains: int, steps: int, seed: int) -> 
 
     starts = jnp.asarray(discs_initial_states(target, chains), jnp.float32)
     keys = jax.random.split(jax.random.key(seed), chains)
-    kept = steps - steps // 2
-    per_chain = discs_ess(np.asarray(jax.jit(jax.vmap(chain))(starts, keys), np.float64)[:, steps // 2 :]) / kept
-    return float(per_chain.mean()), float(per_chain.std(ddof=1) / np.sqrt(chains))
+    statistics = np.asarray(jax.jit(jax.vmap(chain))(starts, keys), np.float64)[:, steps // 2 :]
+    return mean_per_step(discs_ess(statistics), statistics.shape[1])
+
+
+def mean_per_step(per_chain_ess: np.ndarray, kept: int) -> tuple[float, float]:
+    """The chains' mean ESS per kept step and its standard error over the chains."""
+    per_step = per_chain_ess / kept
+    return float(per_step.mean()), float(per_step.std(ddof=1) / np.sqrt(len(per_step)))
 
 
 def print_pdhams_against_ncg(rows: list[dict]) -> None:
