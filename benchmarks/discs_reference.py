@@ -22,7 +22,11 @@ gradmc a current JAX, so this takes three steps in two Python environments:
    Python loop (``fold_in(PRNGKey(10), step)``). Saves the statistic of the kept half
    (Hamming / label-L1 distance to the reference state, as DISCS's
    ``_get_mapped_samples``), the acceptance rate and DISCS's own count of likelihood
-   calls.
+   calls. DISCS's adaptive GWG draws its L moves one at a time, each a categorical draw
+   over all coordinates of every chain; on the Bernoulli and FHMM models (10,000
+   coordinates, L growing during the run) that takes many hours per run on a CPU.
+   ``--inverse-cdf-multinomial`` makes those draws at once with the same law (checked at
+   start against DISCS's routine); on the 25x25 Ising model it reproduces DISCS's GWG.
 3. gradmc's environment: ``python benchmarks/discs_reference.py summarize DIR`` computes
    the ESS per step with :func:`gradmc.diagnostics.discs.discs_ess` (TensorFlow
    Probability's estimator, per chain, averaged) and writes ``DIR/discs_reference.json``.
@@ -138,6 +142,59 @@ class RandomRBM:
         return values, grad
 
 
+def _counts_by_inverse_cdf(rng, log_prob, num_samples):
+    """Counts of ``num_samples`` draws with replacement from the categorical distributions
+    ``softmax(log_prob)`` along the last axis (a scalar ``num_samples`` ≤ its length): the
+    law of DISCS's ``math_util.multinomial`` with ``replacement=True`` and a variable number
+    of draws, which takes one categorical draw over all coordinates per iteration of a
+    ``while_loop``. Here all draws are made at once by inverting each row's float32 CDF
+    (a rounding error of about 6·10⁻⁸ of the row's total per coordinate)."""
+    import jax
+    import jax.numpy as jnp
+
+    batch_shape, size = log_prob.shape[:-1], log_prob.shape[-1]
+    rows = log_prob.reshape(-1, size)
+    cdf = jnp.cumsum(jnp.exp(rows - rows.max(-1, keepdims=True)), -1)
+    uniforms = jax.random.uniform(rng, rows.shape) * cdf[:, -1:]
+    picked = jnp.minimum(jax.vmap(lambda c, u: jnp.searchsorted(c, u, side="right"))(cdf, uniforms), size - 1)
+    counted = (jnp.arange(size) < num_samples).astype(jnp.int32)
+    counts = jnp.zeros(rows.shape, jnp.int32).at[jnp.arange(rows.shape[0])[:, None], picked].add(counted)
+    return counts.reshape(batch_shape + (size,))
+
+
+def _use_inverse_cdf_multinomial() -> None:
+    """Make DISCS's samplers draw their variable number of categorical draws with
+    replacement (adaptive GWG's L moves) by :func:`_counts_by_inverse_cdf`, after checking
+    on 20,000 rows that both give counts of the mean n p and variance n p (1 - p) of the
+    multinomial law (z-scores under 5). DISCS's loop makes one draw over all coordinates
+    of every chain per move, so on the Bernoulli and FHMM models (10,000 coordinates, L
+    growing during the run) a run takes many hours on a CPU."""
+    import jax
+    import jax.numpy as jnp
+    from discs.common import math_util
+
+    original = math_util.multinomial
+
+    def multinomial(rng, log_prob, num_samples, replacement=True, is_nsample_const=True, **options):
+        if replacement and not is_nsample_const and not options.get("return_ll", False):
+            return _counts_by_inverse_cdf(rng, log_prob, num_samples)
+        return original(rng, log_prob, num_samples, replacement, is_nsample_const, **options)
+
+    probabilities = jnp.array([0.5, 0.25, 0.15, 0.07, 0.03, 0.0])
+    log_prob = jnp.broadcast_to(jnp.log(probabilities), (20_000, 6))
+    draws, expected = jnp.asarray(5), 5 * probabilities  # at most one draw per coordinate
+    for name, draw in (("DISCS", original), ("inverse CDF", multinomial)):
+        counts = np.asarray(draw(jax.random.PRNGKey(1), log_prob, draws, True, False), np.float64)
+        variance = np.asarray(expected * (1 - probabilities))
+        mean_z = (counts.mean(0) - expected) / np.sqrt(np.maximum(variance, 1e-12) / len(counts))
+        # the sample variance of a count has variance (μ₄ - var²) / rows, μ₄ the binomial's fourth central moment
+        fourth = np.asarray(variance * (1 + 3 * (5 - 2) * probabilities * (1 - probabilities)))
+        var_z = (counts.var(0) - variance) / np.sqrt(np.maximum(fourth - variance**2, 1e-12) / len(counts))
+        if not (counts.sum(1) == 5).all() or np.abs(mean_z).max() > 5 or np.abs(var_z[:5]).max() > 5:
+            raise RuntimeError(f"{name}'s multinomial counts do not follow the law: {mean_z}, {var_z}")
+    math_util.multinomial = multinomial
+
+
 def run_discs(out: Path, model_name: str, sampler_name: str, steps: int, chains: int) -> dict:
     """One DISCS sampler on one DISCS model under the protocol; saves the kept statistic."""
     import jax
@@ -213,6 +270,8 @@ def summarize(out: Path) -> dict:
             "acceptance": round(run["acceptance"], 3) if np.isfinite(run["acceptance"]) else None,  # None: NaN
             "ll_calls_per_step": run["ll_calls"] / run["steps"],
         }
+        if run.get("inverse_cdf_multinomial"):
+            summary[run["model"]][run["sampler"]]["inverse_cdf_multinomial"] = True
     (out / "discs_reference.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
@@ -225,6 +284,11 @@ def main(argv=None) -> int:
     parser.add_argument("--samplers", default="dmala,gwg,path_auxiliary,dlmc")
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--chains", type=int, default=100)
+    parser.add_argument(
+        "--inverse-cdf-multinomial",
+        action="store_true",
+        help="draw adaptive GWG's L moves at once, in the same law (see _use_inverse_cdf_multinomial)",
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.command == "export":
@@ -233,9 +297,12 @@ def main(argv=None) -> int:
         here = Path(__file__).resolve().parent  # its discs.py would shadow DISCS's package
         sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
         _stub_unused_imports()
+        if args.inverse_cdf_multinomial:
+            _use_inverse_cdf_multinomial()
         for model in args.models.split(","):
             for sampler in args.samplers.split(","):
                 record = run_discs(args.out, model, sampler, args.steps, args.chains)
+                record["inverse_cdf_multinomial"] = args.inverse_cdf_multinomial
                 print(json.dumps(record), flush=True)
                 with open(args.out / "runs.jsonl", "a") as log:
                     log.write(json.dumps(record) + "\n")
