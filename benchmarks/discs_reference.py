@@ -162,15 +162,31 @@ def _counts_by_inverse_cdf(rng, log_prob, num_samples):
     return counts.reshape(batch_shape + (size,))
 
 
-def _use_inverse_cdf_multinomial() -> None:
-    """Make DISCS's samplers draw their variable number of categorical draws with
-    replacement (adaptive GWG's L moves) by :func:`_counts_by_inverse_cdf`, after checking
-    on 20,000 rows that both give counts of the mean n p and variance n p (1 - p) of the
-    multinomial law (z-scores under 5). DISCS's loop makes one draw over all coordinates
-    of every chain per move, so on the Bernoulli and FHMM models (10,000 coordinates, L
-    growing during the run) a run takes many hours on a CPU."""
+def _check_multinomial_law(name: str, multinomial) -> None:
+    """Raise unless ``multinomial``'s counts of 5 draws from 6 categories, over 20,000 rows,
+    have the multinomial law's mean n p and variance n p (1 - p) (z-scores under 5)."""
     import jax
     import jax.numpy as jnp
+
+    draws, probabilities = 5, np.array([0.5, 0.25, 0.15, 0.07, 0.03, 0.0])  # at most one draw per category
+    log_prob = jnp.broadcast_to(jnp.log(jnp.asarray(probabilities)), (20_000, probabilities.size))
+    counts = np.asarray(multinomial(jax.random.PRNGKey(1), log_prob, jnp.asarray(draws), True, False), np.float64)
+    mean, variance = draws * probabilities, draws * probabilities * (1 - probabilities)
+    # the sample variance of a count has variance (μ₄ - var²) / rows, μ₄ the binomial's fourth central moment
+    fourth = variance * (1 + 3 * (draws - 2) * probabilities * (1 - probabilities))
+    mean_z = (counts.mean(0) - mean) / np.sqrt(np.maximum(variance, 1e-12) / len(counts))
+    var_z = (counts.var(0) - variance)[:-1] / np.sqrt((fourth - variance**2)[:-1] / len(counts))
+    if not (counts.sum(1) == draws).all() or np.abs(mean_z).max() > 5 or np.abs(var_z).max() > 5:
+        raise RuntimeError(f"{name}'s multinomial counts do not follow the law: {mean_z}, {var_z}")
+
+
+def _use_inverse_cdf_multinomial() -> None:
+    """Make DISCS's samplers draw their variable number of categorical draws with
+    replacement (adaptive GWG's L moves) by :func:`_counts_by_inverse_cdf`, after
+    :func:`_check_multinomial_law` passes for DISCS's routine and this one. DISCS's loop
+    makes one draw over all coordinates of every chain per move, so on the Bernoulli and
+    FHMM models (10,000 coordinates, L growing during the run) a run takes many hours on a
+    CPU."""
     from discs.common import math_util
 
     original = math_util.multinomial
@@ -180,18 +196,8 @@ def _use_inverse_cdf_multinomial() -> None:
             return _counts_by_inverse_cdf(rng, log_prob, num_samples)
         return original(rng, log_prob, num_samples, replacement, is_nsample_const, **options)
 
-    probabilities = jnp.array([0.5, 0.25, 0.15, 0.07, 0.03, 0.0])
-    log_prob = jnp.broadcast_to(jnp.log(probabilities), (20_000, 6))
-    draws, expected = jnp.asarray(5), 5 * probabilities  # at most one draw per coordinate
-    for name, draw in (("DISCS", original), ("inverse CDF", multinomial)):
-        counts = np.asarray(draw(jax.random.PRNGKey(1), log_prob, draws, True, False), np.float64)
-        variance = np.asarray(expected * (1 - probabilities))
-        mean_z = (counts.mean(0) - expected) / np.sqrt(np.maximum(variance, 1e-12) / len(counts))
-        # the sample variance of a count has variance (μ₄ - var²) / rows, μ₄ the binomial's fourth central moment
-        fourth = np.asarray(variance * (1 + 3 * (5 - 2) * probabilities * (1 - probabilities)))
-        var_z = (counts.var(0) - variance) / np.sqrt(np.maximum(fourth - variance**2, 1e-12) / len(counts))
-        if not (counts.sum(1) == 5).all() or np.abs(mean_z).max() > 5 or np.abs(var_z[:5]).max() > 5:
-            raise RuntimeError(f"{name}'s multinomial counts do not follow the law: {mean_z}, {var_z}")
+    _check_multinomial_law("DISCS", original)
+    _check_multinomial_law("inverse CDF", multinomial)
     math_util.multinomial = multinomial
 
 
