@@ -50,7 +50,7 @@ def samplers(target, step_size: float, M) -> dict:
     return {
         "ncg": gradmc.sampler("ncg", step_size=step_size),
         "avg": gradmc.sampler("avg", step_size=step_size),
-        "pavg": gradmc.sampler("pavg", step_size=step_size, M=M, adapt_gamma=False),
+        "pavg": gradmc.sampler("pavg", step_size=step_size, M=M, adapt_gamma=False, adapt=None),
         "gwg": gradmc.sampler("gwg"),
         "gibbs": gradmc.sampler("gibbs", scan="systematic"),
         "mh-uniform": gradmc.sampler("mh-uniform", radius=1),

@@ -308,6 +308,28 @@ def test_load_target_refuses_bad_specs(model_file, tmp_path):
         load_target("no-such-target")
 
 
+def test_an_error_in_the_users_file_names_the_file_and_line(tmp_path, monkeypatch):
+    """Code of the user's that fails while loading is reported as theirs: file, line, the
+    exception's type and message (here numpy refusing to write into a JAX array)."""
+    broken = tmp_path / "broken_model.py"
+    code = [
+        "import numpy as np",
+        "import jax.numpy as jnp",
+        "J = jnp.zeros((3, 3))",
+        "np.fill_diagonal(np.asarray(J), 1)",
+    ]
+    broken.write_text("\n".join(code) + "\n")
+    message = (
+        r"loading .*broken_model.py failed"
+        r" \(broken_model.py, line 4: np.fill_diagonal.*\): ValueError: .*read-only"
+    )
+    with pytest.raises(ValueError, match=message):
+        load_target(f"{broken}:J", dim=3)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match=r"loading broken_model failed \(broken_model.py, line 4.*ValueError"):
+        load_target("broken_model:J", dim=3)
+
+
 # -- the "Bring your own model" page: every Python example runs -----------------------------------
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "own-model.md"

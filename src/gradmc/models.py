@@ -19,6 +19,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -254,6 +255,9 @@ def _load_module(source: str):
         sys.modules[module_name] = module  # dataclasses and pickling look their module up here
         try:
             spec.loader.exec_module(module)
+        except Exception as error:
+            sys.modules.pop(module_name, None)
+            raise _loading_error(source, error, lambda filename: Path(filename).resolve() == path) from error
         except BaseException:
             sys.modules.pop(module_name, None)
             raise
@@ -264,6 +268,19 @@ def _load_module(source: str):
         raise ValueError(
             f"cannot import the module {source!r} ({error}); give path/to/model.py:NAME or package.module:NAME"
         ) from None
+    except Exception as error:
+        top = source.split(".")[0]  # the user's package directory, or their top-level module's file
+        in_package = lambda filename: top in Path(filename).parts or Path(filename).stem == top  # noqa: E731
+        raise _loading_error(source, error, in_package) from error
+
+
+def _loading_error(source: str, error: Exception, is_users_file: Callable[[str], bool]) -> ValueError:
+    """A ``ValueError`` saying that running the user's model code failed, with the last line
+    of their code in the traceback, so the error is not taken for gradmc's own.
+    """
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if is_users_file(frame.filename)]
+    where = f" ({Path(frames[-1].filename).name}, line {frames[-1].lineno}: {frames[-1].line})" if frames else ""
+    return ValueError(f"loading {source} failed{where}: {type(error).__name__}: {error}")
 
 
 def _load_data(data) -> dict[str, np.ndarray]:

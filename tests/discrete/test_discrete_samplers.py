@@ -25,6 +25,7 @@ from gradmc.base import Target
 from gradmc.diagnostics.ess import geyer_ess
 from gradmc.diagnostics.health import RunWarning
 from gradmc.discrete import avg, block_gibbs, gwg, ncg, proposals
+from gradmc.discrete.samplers import MAX_STEP_SIZE, TARGET_ACCEPT
 from gradmc.registry import sampler as recipe
 from gradmc.run import run_chains as drive_sampler
 from gradmc.spaces import Binary, Categorical, Ordinal, Real, Spin
@@ -382,12 +383,13 @@ def test_adapt_gamma_rule(gamma, gamma_old, a_new, a_old, expected):
 
 def test_pavg_learns_preconditioner_with_the_runner():
     """Alg. F.4 through gradmc.sample: pooled across chains (identical M and γ per chain),
-    adaptation stops at finalize, statistics carry the jump and γ; the kept kernel uses
-    ``step_size`` (d_ε = max(0, −λ_min) + 2/ε), not the pre-fit ``initial_step_size``."""
+    adaptation stops at finalize, statistics carry the jump and γ; with ε kept as given
+    the kept kernel uses ``step_size`` (d_ε = max(0, −λ_min) + 2/ε), not the pre-fit
+    ``initial_step_size``."""
     target = TARGETS["binary"]
     trace = gradmc.sample(
         target,
-        recipe("pavg", step_size=1.0, initial_step_size=0.3),
+        recipe("pavg", step_size=1.0, initial_step_size=0.3, adapt=None),
         num_chains=4,
         num_warmup=400,
         num_draws=300,
@@ -403,6 +405,46 @@ def test_pavg_learns_preconditioner_with_the_runner():
     np.testing.assert_allclose(precond.d_eps[0], max(0.0, -lam_min) + 2.0, rtol=1e-4)
     assert trace.stats["jump"].shape == (4, 300) and np.all(trace.stats["gamma"] == gamma[0])
     target.space.validate(trace.draws)
+
+
+def _sk_spin_target(d: int = 12, seed: int = 0) -> Target:
+    """A small Sherrington–Kirkpatrick spin glass 0.5 sᵀJs + hᵀs on Spin(d)."""
+    rng = np.random.default_rng(seed)
+    g = rng.normal(size=(d, d)) / np.sqrt(d)
+    J = (g + g.T) / 2
+    np.fill_diagonal(J, 0.0)
+    J, h = jnp.asarray(J, jnp.float32), jnp.asarray(rng.normal(scale=0.2, size=d), jnp.float32)
+    return gradmc.from_function(lambda s: 0.5 * s @ J @ s + h @ s, space=Spin(d))
+
+
+def test_pavg_adapts_its_step_size_and_freezes_it():
+    """On ±1 spins PAVG's d_ε s_i² term is constant, so at the default ε = 0.2 the auxiliary
+    noise pins every spin (d_ε = 10: acceptance near 1, almost no moves). Adapted, ε moves
+    until the pooled acceptance reaches the target (or ε its cap), the same ε for every
+    chain, and the kept draws use the final ε only: the recorded step size and d_ε of the
+    kept kernel agree with it."""
+    target = _sk_spin_target()
+    run = dict(num_chains=4, num_warmup=600, num_draws=400, seed=0, progress=False)
+    fixed = gradmc.sample(target, recipe("pavg", adapt=None), **run)
+    adapted = gradmc.sample(target, recipe("pavg"), **run)
+    eps = np.asarray(adapted.params["step_size"])
+    assert np.allclose(eps, eps[0]) and eps[0] != pytest.approx(0.2)
+    assert np.all(adapted.stats["step_size"] == eps[0])  # frozen: nothing changes in the kept draws
+    precond = adapted.params["precond"]
+    lam_min = np.linalg.eigvalsh(precond.matrix[0]).min()
+    np.testing.assert_allclose(precond.d_eps[0], max(0.0, -lam_min) + 2.0 / eps[0], rtol=1e-4)
+    # the kept mean acceptance over 4 x 400 steps has a standard error below 0.02 (ESS of
+    # the acceptance ≥ 600); ε stops at its cap only where the proposal accepts more than
+    # the target there, else dual averaging's final ε lands near the target
+    acc_fixed = float(fixed.stats["acceptance_rate"].mean())
+    acc_adapted = float(adapted.stats["acceptance_rate"].mean())
+    assert acc_fixed > 0.9, acc_fixed
+    if eps[0] == pytest.approx(MAX_STEP_SIZE):
+        assert acc_adapted > TARGET_ACCEPT - 0.05, acc_adapted
+    else:
+        assert abs(acc_adapted - TARGET_ACCEPT) < 0.1, acc_adapted
+    jump_fixed, jump_adapted = float(fixed.stats["jump"].mean()), float(adapted.stats["jump"].mean())
+    assert jump_adapted > 3 * jump_fixed, (jump_fixed, jump_adapted)
 
 
 # ---------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@
 * :func:`make_preconditioner` — M_ε = M + d_ε I with d_ε = max(0, −λ_min(M)) + 2/ε
   (eq. 39, safe for M with negative eigenvalues) and its symmetric square root R, computed
   once per M from one eigendecomposition (the kernel then needs two mat-vecs per step).
+* :class:`EigenPreconditioner` — the same M_ε held by M's eigendecomposition, as the
+  warm-up uses it: γ and ε then change at every step in O(n), at two more mat-vecs.
 * :func:`from_data` — the covariance or precision of a data set (App. F, EBMs).
 * :func:`least_squares_scale`, :func:`choose_candidate` — App. F.1: for each candidate
   M (empirical covariance and precision of the burn-in samples) the least-squares γ0 of
@@ -13,9 +15,10 @@
 * :func:`adapt_gamma` — Algorithm F.5 (AdaptGamma), maximising the mean L1 jump.
 * :func:`learning_sampler` — Algorithm F.4 as a warm-up: collect the burn-in history for
   ``fit_at`` steps, fit M, then AdaptGamma every ``refit_interval`` steps with a decaying
-  rate. Statistics are pooled across chains (``lax.pmean``/``all_gather`` over the runner's
-  ``"chain"`` axis) when that axis exists, else each chain adapts on its own history; the
-  model learned from them is held once for all chains. Adaptation stops at ``finalize``;
+  rate; ε follows a step-size rule towards an acceptance rate at every step. Statistics
+  are pooled across chains (``lax.pmean``/``all_gather`` over the runner's ``"chain"``
+  axis) when that axis exists, else each chain adapts on its own history; the model
+  learned from them is held once for all chains. Adaptation stops at ``finalize``;
   the kept chain is a fixed PAVG kernel.
 """
 
@@ -28,13 +31,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gradmc.adapt.step_size import StepSizeRule, fixed_rule
 from gradmc.base import BoundSampler, Shared
 
 __all__ = [
     "PAVGPreconditioner",
+    "EigenPreconditioner",
     "LearningState",
     "make_preconditioner",
     "from_eigh",
+    "eigen_preconditioner",
     "from_data",
     "least_squares_scale",
     "choose_candidate",
@@ -74,8 +80,10 @@ class PAVGPreconditioner(NamedTuple):
     d_eps: jax.Array
 
 
-def from_eigh(eigvecs, eigvals, step_size) -> PAVGPreconditioner:
-    """The preconditioner of M = V diag(λ) Vᵀ for step size ε (eq. 39).
+class EigenPreconditioner(NamedTuple):
+    """PAVG's second-order term held by the eigendecomposition M = V diag(λ) Vᵀ: M x and the
+    symmetric root R x = V diag(√(λ + d_ε)) Vᵀ x are two mat-vecs with V each, and a new γ
+    (λ scaled) or ε (d_ε) costs O(n), with no n × n product (the warm-up's form).
 
     Parameters
     ----------
@@ -83,14 +91,47 @@ def from_eigh(eigvecs, eigvals, step_size) -> PAVGPreconditioner:
         V, (n, n), eigenvectors in columns.
     eigvals : jax.Array
         λ, (n,).
-    step_size : float or jax.Array
-        ε > 0 (d_ε = max(0, −λ_min) + 2/ε).
+    d_eps : jax.Array
+        d_ε, a scalar.
     """
-    d_eps = jnp.maximum(0.0, -jnp.min(eigvals)) + 2.0 / step_size
-    root_vals = jnp.sqrt(jnp.maximum(eigvals + d_eps, 0.0))
-    matrix = (eigvecs * eigvals) @ eigvecs.T
-    root = (eigvecs * root_vals) @ eigvecs.T
-    return PAVGPreconditioner(matrix.astype(jnp.float32), root.astype(jnp.float32), jnp.asarray(d_eps, jnp.float32))
+
+    eigvecs: jax.Array
+    eigvals: jax.Array
+    d_eps: jax.Array
+
+    def root_values(self) -> jax.Array:
+        """√(λ + d_ε), the eigenvalues of the symmetric root R of M_ε."""
+        return jnp.sqrt(jnp.maximum(self.eigvals + self.d_eps, 0.0))
+
+
+def _shift(eigvals, step_size):
+    """d_ε = max(0, −λ_min) + 2/ε (eq. 39)."""
+    return jnp.maximum(0.0, -jnp.min(eigvals)) + 2.0 / step_size
+
+
+def eigen_preconditioner(eigvecs, eigvals, step_size) -> EigenPreconditioner:
+    """The preconditioner of M = V diag(λ) Vᵀ for step size ε (eq. 39), kept in eigen form.
+
+    Parameters
+    ----------
+    eigvecs, eigvals : jax.Array
+        V and λ, as the fields of :class:`EigenPreconditioner`.
+    step_size : float or jax.Array
+        ε > 0.
+    """
+    d_eps = jnp.asarray(_shift(eigvals, step_size), jnp.float32)
+    return EigenPreconditioner(jnp.asarray(eigvecs, jnp.float32), jnp.asarray(eigvals, jnp.float32), d_eps)
+
+
+def from_eigh(eigvecs, eigvals, step_size) -> PAVGPreconditioner:
+    """The preconditioner of :func:`eigen_preconditioner` (same parameters) with M and R
+    formed, for a kernel that runs with it for long: one mat-vec each per step.
+    """
+    eigen = eigen_preconditioner(eigvecs, eigvals, step_size)
+    vecs = eigen.eigvecs
+    matrix = (vecs * eigen.eigvals) @ vecs.T
+    root = (vecs * eigen.root_values()) @ vecs.T
+    return PAVGPreconditioner(matrix, root, eigen.d_eps)
 
 
 def make_preconditioner(M, step_size) -> PAVGPreconditioner:
@@ -226,10 +267,11 @@ HISTORY_FLOATS = 2**20
 class PooledModel(NamedTuple):
     """What :func:`learning_sampler` learns from all chains together (held once, in
     :class:`~gradmc.base.Shared`): the current preconditioner, the fitted M's
-    eigendecomposition, γ and AdaptGamma's bookkeeping, and the pooled sums M is fitted to.
+    eigendecomposition, γ and AdaptGamma's bookkeeping, the step-size rule's state, and the
+    pooled sums M is fitted to.
     """
 
-    precond: PAVGPreconditioner
+    precond: EigenPreconditioner
     eigvecs: jax.Array  # eigendecomposition of the fitted M (γ = 1)
     eigvals: jax.Array
     gamma: jax.Array
@@ -238,6 +280,7 @@ class PooledModel(NamedTuple):
     sum_s: jax.Array  # Σ over steps of the chain mean of s
     sum_ss: jax.Array  # Σ over steps of the chain mean of s sᵀ
     prev_window_mean: jax.Array
+    step_rule: NamedTuple | jax.Array  # the state of the rule ε follows
 
 
 class LearningState(NamedTuple):
@@ -268,6 +311,7 @@ def learning_sampler(
     refit_interval: int = DEFAULTS["refit_interval"],
     adapt_rate: float = DEFAULTS["adapt_rate"],
     decay: float = DEFAULTS["decay"],
+    step_size_rule: StepSizeRule | None = None,
 ) -> BoundSampler:
     """PAVG warm-up of Algorithm F.4 around ``kernel(key, state, precond) -> (state, info)``.
 
@@ -283,13 +327,15 @@ def learning_sampler(
     kernel_init : callable
         ``kernel_init(key, position) -> state`` of the kernel.
     kernel : callable
-        ``kernel(key, state, precond) -> (state, info)`` with a :class:`PAVGPreconditioner`.
+        ``kernel(key, state, precond) -> (state, info)`` with a :class:`PAVGPreconditioner`
+        (kept draws) or an :class:`EigenPreconditioner` (warm-up).
     stats_fn : callable
-        ``stats_fn(state, info, gamma) -> StepStats``.
+        ``stats_fn(state, info, gamma, step_size) -> StepStats``.
     dim : int
         n, the flattened dimension M acts on.
     step_size : float or jax.Array
-        ε of the kept kernel (and after the fit).
+        ε after the fit: of the kept kernel, or, with ``step_size_rule``, where the rule
+        starts again when M is fitted.
     num_warmup : int
         Warm-up steps.
     M : array_like, optional
@@ -305,6 +351,10 @@ def learning_sampler(
         N_M and N_adapt of Algorithm F.4.
     adapt_rate, decay : float
         AdaptGamma's rate and its decay per window.
+    step_size_rule : StepSizeRule, optional
+        The rule ε follows at every warm-up step, on the acceptance rate pooled over chains
+        (from ``initial_step_size``, and from ``step_size`` again at the fit); the kept ε is
+        its final value. None keeps ε as given.
     """
     learn = M is None
     fit_at = min(int(num_fit), int(num_warmup) // 2) if learn else 0
@@ -313,13 +363,14 @@ def learning_sampler(
         eigvals0, eigvecs0 = np.zeros(dim, np.float32), np.eye(dim, dtype=np.float32)
     else:
         eigvals0, eigvecs0 = (v.astype(np.float32) for v in np.linalg.eigh(np.asarray(M, np.float64)))
-    precond0 = from_eigh(eigvecs0, eigvals0, step_size if initial_step_size is None else initial_step_size)
+    rule = fixed_rule() if step_size_rule is None else step_size_rule
+    eps0 = step_size if initial_step_size is None or not learn else initial_step_size
     n_hist = max(min(fit_at, HISTORY_FLOATS // max(int(dim), 1)), 1)
     first_recorded = fit_at - n_hist
 
     def init(key, position):
         pooled = PooledModel(
-            precond=precond0,
+            precond=eigen_preconditioner(eigvecs0, eigvals0, eps0),
             eigvecs=eigvecs0,
             eigvals=eigvals0,
             gamma=jnp.float32(1.0),
@@ -328,6 +379,7 @@ def learning_sampler(
             sum_s=jnp.zeros((dim,), jnp.float32),
             sum_ss=jnp.zeros((dim, dim) if learn else (1, 1), jnp.float32),
             prev_window_mean=jnp.float32(0.0),
+            step_rule=rule.init(eps0),
         )
         return LearningState(
             kernel=kernel_init(key, position),
@@ -366,12 +418,14 @@ def learning_sampler(
         precision = jnp.linalg.pinv(cov, hermitian=True)
         fitted = choose_candidate([cov, precision], ws.deltas, ws.ys)
         vals, vecs = jnp.linalg.eigh(fitted)
+        step_rule = rule.init(step_size)  # M changed scale: ε starts again
         pooled = pooled._replace(
             eigvecs=vecs,
             eigvals=vals,
             gamma=jnp.float32(1.0),
             gamma_old=jnp.float32(1.0),
-            precond=from_eigh(vecs, vals, step_size),
+            step_rule=step_rule,
+            precond=eigen_preconditioner(vecs, vals, rule.current(step_rule)),
         )
         return ws._replace(pooled=Shared(pooled))
 
@@ -382,14 +436,23 @@ def learning_sampler(
             gamma=gamma,
             gamma_old=gamma_old,
             rate=pooled.rate * decay,
-            precond=from_eigh(pooled.eigvecs, gamma * pooled.eigvals, step_size),
+            precond=eigen_preconditioner(pooled.eigvecs, gamma * pooled.eigvals, rule.current(pooled.step_rule)),
         )
         return ws._replace(pooled=Shared(pooled))
 
+    def follow_rule(ws, acceptance):
+        pooled = ws.pooled.value
+        step_rule = rule.update(pooled.step_rule, pool_chains(acceptance))
+        precond = eigen_preconditioner(pooled.eigvecs, pooled.gamma * pooled.eigvals, rule.current(step_rule))
+        return ws._replace(pooled=Shared(pooled._replace(step_rule=step_rule, precond=precond)))
+
     def warmup_step(key, ws, t):
         old = ws.kernel
+        step_size_used = rule.current(ws.pooled.value.step_rule)
         new, info = kernel(key, old, ws.pooled.value.precond)
         ws = ws._replace(kernel=new, window_sum=ws.window_sum + info.jump)
+        if step_size_rule is not None:
+            ws = follow_rule(ws, info.acceptance_rate)
         count = t + 1
         if learn:
             ws = record(ws, old, new, t)
@@ -404,16 +467,18 @@ def learning_sampler(
             window_sum=jnp.where(window_end, 0.0, ws.window_sum),
             pooled=Shared(pooled._replace(prev_window_mean=jnp.where(window_end, a_new, pooled.prev_window_mean))),
         )
-        return ws, stats_fn(new, info, ws.pooled.value.gamma)
+        return ws, stats_fn(new, info, ws.pooled.value.gamma, step_size_used)
 
     def finalize(ws):
         pooled = ws.pooled.value
-        params = {"step_size": jnp.asarray(step_size, jnp.float32), "precond": pooled.precond, "gamma": pooled.gamma}
-        return ws.kernel, Shared(params)
+        eps = jnp.asarray(rule.final(pooled.step_rule), jnp.float32)
+        # the kept kernel's M and R formed once: one mat-vec each per step
+        precond = from_eigh(pooled.eigvecs, pooled.gamma * pooled.eigvals, eps)
+        return ws.kernel, Shared({"step_size": eps, "precond": precond, "gamma": pooled.gamma})
 
     def step(key, state, params):
         state, info = kernel(key, state, params.value["precond"])
-        return state, stats_fn(state, info, params.value["gamma"])
+        return state, stats_fn(state, info, params.value["gamma"], params.value["step_size"])
 
     def position(state):
         return state.kernel.position if isinstance(state, LearningState) else state.position

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from gradmc.adapt.preconditioner import PAVGPreconditioner
+from gradmc.adapt.preconditioner import EigenPreconditioner, PAVGPreconditioner
 from gradmc.base import BoundSampler, StepStats, Target, mh_accept, step_stats
 from gradmc.random import normal, uniform
 from gradmc.spaces import Categorical, DiscreteSpace
@@ -474,19 +474,27 @@ def auxiliary_step(rng_key, state, logdensity_fn, space, apply_M, apply_root, d_
     return factorised_mh_step(rng_key, state, logdensity_fn, space, forward, reverse)
 
 
-def matrix_maps(precond: PAVGPreconditioner):
+def matrix_maps(precond: PAVGPreconditioner | EigenPreconditioner):
     """``(apply_M, apply_root)`` of a PAVG preconditioner on position-shaped arrays
     (flattened for the mat-vec), for :func:`auxiliary_proposal`.
 
     Applied as row-vector products ``x @ A`` = Aᵀx, which keeps the chains' batch axis
     first when vmapped (no transpose of the result): M is symmetric, and the root R is
-    any matrix with RᵀR = M_ε, so the noise ``n @ R`` has covariance M_ε.
+    any matrix with RᵀR = M_ε, so the noise ``n @ R`` has covariance M_ε. In eigen form,
+    M x = V(λ ⊙ Vᵀx) and R x = V(√(λ + d_ε) ⊙ Vᵀx), the symmetric root.
 
     Parameters
     ----------
-    precond : gradmc.adapt.preconditioner.PAVGPreconditioner
-        M, its root R and d_ε.
+    precond : PAVGPreconditioner or EigenPreconditioner
+        M, its root R and d_ε; or M's eigendecomposition and d_ε.
     """
+    if isinstance(precond, EigenPreconditioner):
+        vecs = precond.eigvecs
+
+        def scaled(values):
+            return lambda x: (((x.reshape(-1) @ vecs) * values) @ vecs.T).reshape(x.shape)
+
+        return scaled(precond.eigvals), scaled(precond.root_values())
 
     def apply(matrix):
         return lambda x: (x.reshape(-1) @ matrix).reshape(x.shape)

@@ -176,7 +176,7 @@ def build_avg(target: Target, num_warmup: int, step_size=0.2, adapt="dual_averag
 @_register(
     "pavg",
     "preconditioned auxiliary-variable gradient sampler (Rhodes & Gutmann 2022, Alg. B.3); "
-    "M given or learned in warm-up (Alg. F.4/F.5)",
+    "M given or learned in warm-up (Alg. F.4/F.5), ε adapted with it",
 )
 def build_pavg(
     target: Target,
@@ -189,8 +189,11 @@ def build_pavg(
     refit_interval: int = LEARNING_DEFAULTS["refit_interval"],
     adapt_rate: float = LEARNING_DEFAULTS["adapt_rate"],
     decay: float = LEARNING_DEFAULTS["decay"],
+    adapt="dual_averaging",
+    target_accept=TARGET_ACCEPT,
 ):
-    """PAVG (:mod:`gradmc.discrete.pavg`) with M given or learned in warm-up (Alg. F.4/F.5).
+    """PAVG (:mod:`gradmc.discrete.pavg`) with M given or learned in warm-up (Alg. F.4/F.5)
+    and ε adapted with it.
 
     Parameters
     ----------
@@ -199,13 +202,14 @@ def build_pavg(
     num_warmup : int
         Warm-up steps; learning M needs ``num_warmup >= 200``.
     step_size : float
-        The step size ε > 0 (default 0.2).
+        The step size ε > 0 (default 0.2): with ``adapt``, where its tuning starts after M
+        is fitted (or from the first step with M given).
     M : array_like, optional
         The preconditioner, symmetric (n, n). None: learn it by Alg. F.4 from the first
         ``min(num_fit, num_warmup // 2)`` warm-up steps.
     initial_step_size : float, optional
-        The ε used before M is fitted (default ``step_size``; the paper's poly2 runs use
-        0.02 then 1000).
+        The ε used (or where its tuning starts) before M is fitted (default
+        ``step_size``; the paper's poly2 runs use 0.02 then 1000).
     adapt_gamma : bool
         Scale γM by AdaptGamma (Alg. F.5) every ``refit_interval`` warm-up steps.
     num_fit : int
@@ -216,6 +220,12 @@ def build_pavg(
         AdaptGamma's rate.
     decay : float
         The decay of AdaptGamma's rate per window, in (0, 1].
+    adapt : {"dual_averaging", "robbins_monro", None}
+        The rule ε follows at every warm-up step (dual averaging of log ε towards
+        ``target_accept``, on the acceptance rate pooled over chains, ε ≤ 10⁶), one ε for
+        all chains as M is; None keeps ε as given (the paper's settings).
+    target_accept : float
+        The mean acceptance probability ε is tuned towards (default 0.574).
     """
     space = check_space(target, "pavg")
     step_size = check_positive_param("PAVG step size ε", step_size)
@@ -242,13 +252,15 @@ def build_pavg(
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not (float(adapt_rate) > 0.0 and 0.0 < float(decay) <= 1.0):
         raise ValueError(f"adapt_rate must be > 0 and decay in (0, 1], got {adapt_rate!r}, {decay!r}")
+    rule = _warmup_rule(adapt, target_accept, num_warmup)
+    rule = None if rule is None else bounded(rule, MAX_STEP_SIZE)
     kernel = pavg.build_kernel()
     kernel_init = lambda key, position: pavg.init(position, target.logdensity_fn)  # noqa: E731
 
-    def pavg_stats(state, info, gamma):
-        return stats(state, info, step_size, extra={"gamma": jnp.asarray(gamma, jnp.float32)})
+    def pavg_stats(state, info, gamma, eps):
+        return stats(state, info, eps, extra={"gamma": jnp.asarray(gamma, jnp.float32)})
 
-    if M is not None and not adapt_gamma:
+    if M is not None and not adapt_gamma and rule is None:
         # A fixed kernel: the preconditioner is a constant shared by all chains (not a
         # per-chain parameter), so its mat-vecs batch across chains.
         precond = make_preconditioner(M, step_size)
@@ -257,7 +269,7 @@ def build_pavg(
             kernel_init,
             lambda key, state, step_size: kernel(key, state, target.logdensity_fn, space, precond),
             {"step_size": step_size},
-            lambda state, info, params: pavg_stats(state, info, 1.0),
+            lambda state, info, params: pavg_stats(state, info, 1.0, step_size),
         )
     return learning_sampler(
         "pavg",
@@ -274,6 +286,7 @@ def build_pavg(
         refit_interval=int(refit_interval),
         adapt_rate=float(adapt_rate),
         decay=float(decay),
+        step_size_rule=rule,
     )
 
 

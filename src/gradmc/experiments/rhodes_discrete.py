@@ -130,7 +130,7 @@ def ordinal_samplers(target: str) -> dict[str, Sampler]:
     return {
         "NCG": paper_sampler("ncg", step_size=t["NCG"]),
         "AVG": paper_sampler("avg", step_size=t["AVG"]),
-        "PAVG": make_sampler("pavg", step_size=t["PAVG"], initial_step_size=0.02),
+        "PAVG": paper_sampler("pavg", step_size=t["PAVG"], initial_step_size=0.02),
         "Gibbs": make_sampler("gibbs", scan="random"),
         "GWG": paper_sampler("gwg"),
         "GWG-ordinal": paper_sampler("ordinal-gwg", radius=t["GWG-ordinal"]),
@@ -145,7 +145,7 @@ def regression_samplers() -> dict[str, Sampler]:
     return {
         "NCG": paper_sampler("ncg", step_size=0.3),
         "AVG": paper_sampler("avg", step_size=1000.0),
-        "PAVG": make_sampler("pavg", step_size=1000.0),
+        "PAVG": paper_sampler("pavg", step_size=1000.0),
         "Gibbs": make_sampler("gibbs", scan="random"),
         "GWG": paper_sampler("gwg"),
     }
