@@ -308,6 +308,21 @@ def test_load_target_refuses_bad_specs(model_file, tmp_path):
         load_target("no-such-target")
 
 
+def test_a_log_density_that_changes_between_calls_is_refused():
+    """Random constants drawn inside the function make each compilation a different density
+    (the chains would stick at their starts without a word): refused, with the cure named.
+    Constants drawn once outside it, and library functions with custom derivatives, pass."""
+    rng = np.random.default_rng(0)
+    weights = jnp.asarray(rng.normal(size=(5, 8)))
+    gradmc.from_function(lambda x: jnp.sum(jax.nn.softplus(weights @ x)), space="binary:8")
+    for drifting in (
+        lambda x: jnp.sum(jnp.asarray(rng.normal(size=8)) * x),  # a captured array
+        lambda x: float(rng.normal()) * jnp.sum(x),  # a literal
+    ):
+        with pytest.raises(ValueError, match="changes from one call to the next.*draw random constants once"):
+            gradmc.from_function(drifting, space="binary:8")
+
+
 def test_an_error_in_the_users_file_names_the_file_and_line(tmp_path, monkeypatch):
     """Code of the user's that fails while loading is reported as theirs: file, line, the
     exception's type and message (here numpy refusing to write into a JAX array)."""

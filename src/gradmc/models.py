@@ -18,6 +18,7 @@ import hashlib
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -95,16 +96,49 @@ def _function_name(fn: Callable) -> str:
     return name if name and not name.startswith("<") else "model"
 
 
-def _check_scalar(logdensity_fn: Callable, space: Space, name: str) -> None:
-    """Raise ``ValueError`` unless ``logdensity_fn`` maps one position to a scalar (traced, nothing runs)."""
-    out = jax.eval_shape(logdensity_fn, jax.ShapeDtypeStruct(space.event_shape, jnp.result_type(float)))
-    shape = getattr(out, "shape", None)
+def _check_scalar_and_pure(logdensity_fn: Callable, space: Space, name: str) -> None:
+    """Raise ``ValueError`` unless ``logdensity_fn`` maps one position to a scalar, and gives
+    the same computation each time it is traced (traced twice, nothing runs).
+
+    The samplers compile the log density more than once (the start, the warm-up, the kept
+    draws); a function that draws its constants while it runs (``np.random`` inside it)
+    would be a different density in each, and the chains would silently stick.
+    """
+    position = jax.ShapeDtypeStruct(space.event_shape, jnp.result_type(float))
+    # two wrappers: JAX caches the trace of one function object
+    first, second = (jax.make_jaxpr(lambda x: logdensity_fn(x))(position) for _ in range(2))
+    shape = first.out_avals[0].shape if len(first.out_avals) == 1 else None
     if shape != ():
-        got = f"an array of shape {shape}" if shape is not None else f"a {type(out).__name__}"
+        out = jax.eval_shape(logdensity_fn, position)
+        got = f"an array of shape {out.shape}" if hasattr(out, "shape") else f"a {type(out).__name__}"
         raise ValueError(
             f"the log density {name!r} must return a scalar for one position of shape {space.event_shape}; "
             f"it returned {got} (sum the terms of the log density)"
         )
+    if _program_text(first) != _program_text(second) or not all(map(_same_constant, first.consts, second.consts)):
+        raise ValueError(
+            f"the log density {name!r} changes from one call to the next: two traces of it at the same "
+            "position differ (it draws random numbers, or reads something that changes, while it runs). "
+            "Make it a function of the position alone: draw random constants once, outside it"
+        )
+
+
+def _program_text(closed_jaxpr) -> str:
+    """The trace as text, without the memory addresses of Python callables it may name."""
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", str(closed_jaxpr.jaxpr))
+
+
+def _same_constant(a, b) -> bool:
+    """Whether two constants captured by a trace are equal (NaN equal to NaN); True when they
+    cannot be compared as arrays (e.g. PRNG keys).
+    """
+    try:
+        a, b = np.asarray(a), np.asarray(b)
+    except TypeError:
+        return True
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
 
 
 def from_function(
@@ -140,7 +174,8 @@ def from_function(
     TypeError
         Without ``init`` and without ``space``, or with a pytree ``init`` on a discrete space.
     ValueError
-        When ``init`` does not fit ``space``, or the log density is not a scalar.
+        When ``init`` does not fit ``space``, the log density is not a scalar, or it
+        changes from one call to the next (random constants drawn inside it).
     """
     if not callable(logdensity_fn):
         raise TypeError(f"logdensity_fn must be callable, got {type(logdensity_fn).__name__}")
@@ -178,7 +213,7 @@ def from_function(
     space = space if space is not None else Real(int(start.size))
     if start is not None:
         space.validate(np.asarray(start), what=f"init of {name!r}")
-    _check_scalar(fn, space, name)
+    _check_scalar_and_pure(fn, space, name)
     initial_position = None if start is None else (lambda key, start=start: start)
     return Target(
         name=name,
