@@ -38,7 +38,7 @@ def test_the_warmup_state_holds_the_pooled_model_once(ising):
     starts = jax.vmap(ising.space.sample_uniform)(keys)
     states = loop.init_states(bound, keys, starts)
     assert isinstance(states.pooled, Shared)
-    assert states.pooled.value.precond.eigvecs.shape == (16, 16)  # no chain axis
+    assert states.pooled.value.eigvecs.shape == (16, 16)  # no chain axis
     assert states.kernel.position.shape == (CHAINS, 16)
     step = jax.jit(loop.warmup_step_fn(bound))
     after, _ = step(jax.vmap(jax.random.fold_in, (0, None))(keys, 0), states, 0, None)

@@ -266,12 +266,11 @@ HISTORY_FLOATS = 2**20
 
 class PooledModel(NamedTuple):
     """What :func:`learning_sampler` learns from all chains together (held once, in
-    :class:`~gradmc.base.Shared`): the current preconditioner, the fitted M's
-    eigendecomposition, γ and AdaptGamma's bookkeeping, the step-size rule's state, and the
-    pooled sums M is fitted to.
+    :class:`~gradmc.base.Shared`): the fitted M's eigendecomposition, γ and AdaptGamma's
+    bookkeeping, the step-size rule's state, and the pooled sums M is fitted to; the
+    current preconditioner follows from them (:meth:`current_precond`).
     """
 
-    precond: EigenPreconditioner
     eigvecs: jax.Array  # eigendecomposition of the fitted M (γ = 1)
     eigvals: jax.Array
     gamma: jax.Array
@@ -281,6 +280,10 @@ class PooledModel(NamedTuple):
     sum_ss: jax.Array  # Σ over steps of the chain mean of s sᵀ
     prev_window_mean: jax.Array
     step_rule: NamedTuple | jax.Array  # the state of the rule ε follows
+
+    def current_precond(self, rule: StepSizeRule) -> EigenPreconditioner:
+        """γM in eigen form at the rule's current ε."""
+        return eigen_preconditioner(self.eigvecs, self.gamma * self.eigvals, rule.current(self.step_rule))
 
 
 class LearningState(NamedTuple):
@@ -370,7 +373,6 @@ def learning_sampler(
 
     def init(key, position):
         pooled = PooledModel(
-            precond=eigen_preconditioner(eigvecs0, eigvals0, eps0),
             eigvecs=eigvecs0,
             eigvals=eigvals0,
             gamma=jnp.float32(1.0),
@@ -418,14 +420,12 @@ def learning_sampler(
         precision = jnp.linalg.pinv(cov, hermitian=True)
         fitted = choose_candidate([cov, precision], ws.deltas, ws.ys)
         vals, vecs = jnp.linalg.eigh(fitted)
-        step_rule = rule.init(step_size)  # M changed scale: ε starts again
         pooled = pooled._replace(
             eigvecs=vecs,
             eigvals=vals,
             gamma=jnp.float32(1.0),
             gamma_old=jnp.float32(1.0),
-            step_rule=step_rule,
-            precond=eigen_preconditioner(vecs, vals, rule.current(step_rule)),
+            step_rule=rule.init(step_size),  # M changed scale: ε starts again
         )
         return ws._replace(pooled=Shared(pooled))
 
@@ -436,20 +436,18 @@ def learning_sampler(
             gamma=gamma,
             gamma_old=gamma_old,
             rate=pooled.rate * decay,
-            precond=eigen_preconditioner(pooled.eigvecs, gamma * pooled.eigvals, rule.current(pooled.step_rule)),
         )
         return ws._replace(pooled=Shared(pooled))
 
     def follow_rule(ws, acceptance):
         pooled = ws.pooled.value
         step_rule = rule.update(pooled.step_rule, pool_chains(acceptance))
-        precond = eigen_preconditioner(pooled.eigvecs, pooled.gamma * pooled.eigvals, rule.current(step_rule))
-        return ws._replace(pooled=Shared(pooled._replace(step_rule=step_rule, precond=precond)))
+        return ws._replace(pooled=Shared(pooled._replace(step_rule=step_rule)))
 
     def warmup_step(key, ws, t):
         old = ws.kernel
         step_size_used = rule.current(ws.pooled.value.step_rule)
-        new, info = kernel(key, old, ws.pooled.value.precond)
+        new, info = kernel(key, old, ws.pooled.value.current_precond(rule))
         ws = ws._replace(kernel=new, window_sum=ws.window_sum + info.jump)
         if step_size_rule is not None:
             ws = follow_rule(ws, info.acceptance_rate)
