@@ -17,11 +17,20 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-__all__ = ["Variables"]
+__all__ = ["Variables", "entry_name"]
 
 #: Positions converted per block by :meth:`Variables.of_draws` (scalar entries), so the
 #: device holds a bounded slice of the draws whatever their number.
 BLOCK_ENTRIES = 1 << 22
+
+
+def entry_name(name: str, shape: tuple[int, ...], flat_index: int) -> str:
+    """The label of entry ``flat_index`` (C order) of a variable: ``mu`` for a scalar,
+    ``theta[3]``, ``spins[1,2]``; as ArviZ summaries write them.
+    """
+    if not shape:
+        return name
+    return f"{name}[{','.join(map(str, np.unravel_index(int(flat_index), shape)))}]"
 
 
 def _key_text(key) -> str:
@@ -154,6 +163,40 @@ class Variables:
             name: np.concatenate([np.asarray(b[name]) for b in blocks]).reshape(*lead, *self.shapes[name])
             for name in self.names
         }
+
+    def changed_entries(self, base, moved) -> list[tuple[str, str | None] | None]:
+        """What each of ``moved`` changes relative to ``base``, as ``(variable, entry)``:
+        ``("theta", "theta[3]")`` for one entry of one variable, ``("w", None)`` for several
+        entries of one variable, None for no change or changes in several variables.
+
+        This is how a coordinate of the flat position is named in the model's terms: move
+        that one coordinate and see which named entry follows. It holds for any variables
+        function that maps each coordinate to one entry, transformed or not (a NumPyro
+        model's ``sigma = exp(z)`` names ``z``'s coordinate ``sigma``; a simplex's
+        unconstrained coordinates each move several entries of it).
+
+        Parameters
+        ----------
+        base : array_like
+            One position, shape ``event_shape``.
+        moved : array_like
+            Positions ``(k, *event_shape)``, each ``base`` with one coordinate moved.
+        """
+        positions = np.concatenate([np.asarray(base)[None], np.asarray(moved)])
+        named = self.of_draws(positions)
+        changed = {}
+        for name in self.names:
+            value = named[name].reshape(len(positions), -1)
+            changed[name] = ~((value[1:] == value[:1]) | (np.isnan(value[1:]) & np.isnan(value[:1])))
+        found: list[tuple[str, str | None] | None] = []
+        for j in range(len(positions) - 1):
+            hits = {name: np.flatnonzero(mask[j]) for name, mask in changed.items() if mask[j].any()}
+            if len(hits) != 1:
+                found.append(None)
+                continue
+            ((name, entries),) = hits.items()
+            found.append((name, entry_name(name, self.shapes[name], entries[0]) if entries.size == 1 else None))
+        return found
 
     def flatten(self, tree) -> jax.Array:
         """The flat position of a pytree with the model's structure (the inverse of ``unflatten``).

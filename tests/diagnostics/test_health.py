@@ -16,6 +16,7 @@ import logging
 import warnings
 
 import arviz as az
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -24,8 +25,9 @@ import gradmc
 from gradmc.base import Target
 from gradmc.diagnostics import health
 from gradmc.diagnostics.health import RunWarning, run_warnings
-from gradmc.spaces import Binary, Real, Spin
+from gradmc.spaces import Binary, Categorical, Real, Spin
 from gradmc.trace import Trace
+from gradmc.variables import Variables
 
 
 def fake_trace(draws, *, sampler="custom", accept=0.6, options=None, warmup=None, params=None, moments=None, **stats):
@@ -214,6 +216,63 @@ def test_many_coordinates_check_the_likeliest_to_fail(monkeypatch):
 
 def test_too_few_draws():
     assert "only 3 kept draws" in only(run_warnings(fake_trace(np.ones((2, 3, 1)) * [[[0]], [[1]]])), "only")
+
+
+# -- coordinates named in the model's terms -------------------------------------------------------
+
+
+def test_warnings_name_a_pytree_models_variables():
+    """A model on {"mu", "theta"}: flat coordinate 7 is theta[6] (ravel order: mu, then theta),
+    in the R-hat, ESS, not-finite and stuck-coordinate lines alike, and in a run without draws."""
+    variables = Variables.from_pytree({"mu": 0.0, "theta": np.zeros(8)})
+    draws = np.random.default_rng(7).standard_normal((4, 1000, 9)).astype(np.float32)
+    draws[:2, :, 7] += 5.0
+    draws[:, :, 3] = np.arange(4)[:, None]  # constant within each chain, different between them
+    draws[1, 5, 0] = np.nan
+    trace = fake_trace(draws)
+    trace.variables = variables
+    lines = run_warnings(trace)
+    assert "coordinates: theta[6] (" in only(lines, "R-hat")
+    assert "not finite in mu:" in only(lines, "not finite")
+    assert only(lines, "never changed").startswith("custom: theta[2] never changed")
+    assert not any("x[" in line for line in lines), lines
+    moments = {"count": 1000, "mean": np.zeros((4, 9)), "var": np.ones((4, 9))}
+    moments["mean"][2, 7] = 5.0
+    trace = fake_trace(None, moments=moments)
+    trace.variables = variables
+    assert "1 of 9 coordinates: theta[6] (" in only(run_warnings(trace), "R-hat")
+
+
+def test_warnings_name_the_entries_of_a_discrete_models_variables():
+    """Kept value indices are named through the decoded positions: coordinate 4 of a 2x3
+    lattice of bits is spins[1,1]; row 2 of one-hot rows read as labels is labels[1,0]."""
+    rng = np.random.default_rng(8)
+    for space, variables, name in (
+        (Binary(6), Variables.reshaped("spins", (6,), (2, 3)), "spins[1,1]"),
+        (
+            Categorical(3, 4),
+            Variables(lambda p: {"labels": jnp.argmax(p, axis=-1).reshape(2, 2)}, (4, 3)),
+            "labels[1,0]",
+        ),
+    ):
+        indices = rng.integers(0, space.num_values, (4, 500, space.d)).astype(space.index_dtype)
+        indices[:, :, 2 if name == "labels[1,0]" else 4] = np.arange(4)[:, None] % space.num_values
+        trace = fake_trace(space.decode(indices))
+        trace.indices, trace.space, trace.variables = indices, space, variables
+        assert only(run_warnings(trace), "never changed").startswith(f"custom: {name} never changed")
+
+
+def test_coordinates_without_one_named_entry_keep_their_place():
+    """A coordinate that moves several entries of one variable (a simplex's unconstrained
+    coordinates) is named with its variable; one that moves none keeps its place x[k]."""
+    variables = Variables(lambda p: {"w": jax.nn.softmax(jnp.append(p[:2], 0.0)), "c": p[2] * 0.0}, (3,))
+    draws = np.random.default_rng(9).standard_normal((4, 1000, 3)).astype(np.float32)
+    draws[:2, :, 1] += 5.0
+    draws[:2, :, 2] += 9.0
+    trace = fake_trace(draws)
+    trace.variables = variables
+    line = only(run_warnings(trace), "R-hat")
+    assert "x[2] (" in line and "w via x[1] (" in line
 
 
 # -- real runs -----------------------------------------------------------------------------------

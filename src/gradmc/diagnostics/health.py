@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from gradmc.diagnostics._common import arviz
+from gradmc.variables import entry_name
 
 if TYPE_CHECKING:
     from gradmc.trace import Trace
@@ -111,16 +112,84 @@ def _listing(labels: Sequence[str], total: int | None = None) -> str:
     return shown + (f" (+{total - _SHOWN} more)" if total > _SHOWN else "")
 
 
-def _coord(flat_index: int, event_shape: tuple[int, ...]) -> str:
-    """The name of a flattened coordinate (``x[3]``, ``x[1,2]``), as in ArviZ summaries."""
-    if not event_shape:
-        return "x"
-    return f"x[{','.join(map(str, np.unravel_index(flat_index, event_shape)))}]"
+#: Names of flat coordinates: ``name(flat_indices) -> labels``.
+Namer = Callable[[np.ndarray], list[str]]
 
 
-def _coords(flat_indices: np.ndarray, event_shape: tuple[int, ...]) -> str:
+def _position_namer(event_shape: tuple[int, ...]) -> Namer:
+    """Coordinates named by their place in the position: ``x[3]``, ``x[1,2]``."""
+    return lambda flat_indices: [entry_name("x", event_shape, i) for i in flat_indices]
+
+
+def _variables_namer(variables, base: np.ndarray, moved: Callable[[np.ndarray], np.ndarray], fallback: Namer) -> Namer:
+    """Coordinates named in the model's terms: the named entry that follows when the
+    coordinate alone is moved (``moved(flat_indices)``: ``base`` with each of them moved,
+    one position each), ``theta[3]``; ``w via x[2]`` for a coordinate that moves several
+    entries of one variable (a simplex's); :func:`_position_namer`'s label otherwise.
+    """
+
+    def label(change: tuple[str, str | None] | None, position: str) -> str:
+        if change is None:
+            return position
+        variable, entry = change
+        return entry if entry is not None else f"{variable} via {position}"
+
+    def name(flat_indices: np.ndarray) -> list[str]:
+        flat_indices = np.asarray(flat_indices)
+        if not flat_indices.size:
+            return []
+        padded = np.resize(flat_indices, max(_SHOWN, flat_indices.size))  # one batch shape: one compilation
+        try:
+            changes = variables.changed_entries(base, moved(padded))[: flat_indices.size]
+        except Exception:  # a name is a courtesy: a variables function that fails here must not lose the warning
+            return fallback(flat_indices)
+        return [label(c, p) for c, p in zip(changes, fallback(flat_indices), strict=True)]
+
+    return name
+
+
+def _namer(trace: Trace, kept: np.ndarray | None) -> Namer:
+    """How the warnings name the coordinates of ``kept`` (the draws the checks read; None:
+    the running means of a run that kept no draws): by the target's named variables when
+    it has them and ``kept`` holds its positions (or a discrete run's value indices), else
+    by place in the position. A coordinate is moved from the first kept position: to the
+    next value of its space, or by 1 + |value|.
+    """
+    if kept is None:
+        kept = np.asarray(trace.moments["mean"])[:, None]  # each chain's mean stands in for a draw
+    event_shape = tuple(kept.shape[2:])
+    fallback = _position_namer(event_shape)
+    variables, space = trace.variables, trace.space
+    if variables is None:
+        return fallback
+    if trace.indices is not None:
+        if variables.event_shape != space.event_shape:
+            return fallback
+        base_index = np.asarray(kept[0, 0], np.int64)
+
+        def next_value(flat_indices):
+            index = np.repeat(base_index[None], len(flat_indices), axis=0)
+            rows = np.arange(len(flat_indices))
+            index[rows, flat_indices] = (index[rows, flat_indices] + 1) % space.num_values
+            return space.decode(index)
+
+        return _variables_namer(variables, space.decode(base_index), next_value, fallback)
+    if event_shape != variables.event_shape or (space is not None and space.is_discrete):
+        return fallback
+    base = np.nan_to_num(np.asarray(kept[0, 0], np.float64), nan=0.0, posinf=0.0, neginf=0.0).reshape(-1)
+
+    def shifted(flat_indices):
+        out = np.repeat(base[None], len(flat_indices), axis=0)
+        rows = np.arange(len(flat_indices))
+        out[rows, flat_indices] += 1.0 + np.abs(out[rows, flat_indices])
+        return out.reshape(len(flat_indices), *event_shape)
+
+    return _variables_namer(variables, base.reshape(event_shape), shifted, fallback)
+
+
+def _coords(flat_indices: np.ndarray, name: Namer) -> str:
     """The first coordinates of ``flat_indices`` by name, and a count of the rest."""
-    return _listing([_coord(i, event_shape) for i in flat_indices[:_SHOWN]], len(flat_indices))
+    return _listing(name(flat_indices[:_SHOWN]), len(flat_indices))
 
 
 def _chains(trace: Trace, chains) -> str:
@@ -280,22 +349,23 @@ def _frozen_chains(constant: np.ndarray, first: np.ndarray) -> np.ndarray:
     return frozen
 
 
-def _split_line(split: np.ndarray, event_shape: tuple[int, ...], k: int) -> str:
+def _split_line(split: np.ndarray, name: Namer, k: int) -> str:
     """The warning about coordinates constant within every chain but different between chains."""
     return (
-        f"{_coords(split, event_shape)} never changed within any chain, yet differ between chains "
+        f"{_coords(split, name)} never changed within any chain, yet differ between chains "
         f"({split.size} of {k} coordinates): each chain is stuck in its own state and the draws cannot be "
         "trusted; run longer, or use a sampler that moves between modes"
     )
 
 
-def _rhat_line(rhat: np.ndarray, index: np.ndarray, event_shape: tuple[int, ...], k: int, note: str) -> list[str]:
+def _rhat_line(rhat: np.ndarray, index: np.ndarray, name: Namer, k: int, note: str) -> list[str]:
     """The R-hat warning for the coordinates ``index`` (of ``k``), worst first; NaN counts as failing."""
     worst = np.argsort(-np.nan_to_num(rhat, nan=np.inf), kind="stable")
     worst = worst[~(rhat[worst] <= RHAT_THRESHOLD)]
     if not worst.size:
         return []
-    labels = [f"{_coord(index[j], event_shape)} ({rhat[j]:.3g})" for j in worst[:_SHOWN]]
+    shown = worst[:_SHOWN]
+    labels = [f"{label} ({rhat[j]:.3g})" for label, j in zip(name(index[shown]), shown, strict=True)]
     return [
         f"R-hat above {RHAT_THRESHOLD} for {worst.size} of {k} coordinates: {_listing(labels, worst.size)}{note}: "
         "the chains disagree, so they have not yet forgotten their starts or are stuck in different modes; run "
@@ -303,10 +373,11 @@ def _rhat_line(rhat: np.ndarray, index: np.ndarray, event_shape: tuple[int, ...]
     ]
 
 
-def _mixing(draws: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """R-hat, ESS, non-finite draws and chains stuck in different states; and the frozen chains."""
+def _mixing(draws: np.ndarray, name: Namer) -> tuple[list[str], np.ndarray]:
+    """R-hat, ESS, non-finite draws and chains stuck in different states; and the frozen
+    chains. ``name`` names the coordinates of ``draws`` in the messages.
+    """
     c, n = draws.shape[:2]
-    event_shape = tuple(draws.shape[2:])
     flat = draws.reshape(c, n, -1)
     k = flat.shape[2]
     screen = _screen(flat)
@@ -315,14 +386,14 @@ def _mixing(draws: np.ndarray) -> tuple[list[str], np.ndarray]:
     bad = np.flatnonzero(~screen.finite)
     if bad.size:
         found.append(
-            f"draws are not finite in {_coords(bad, event_shape)}: the chains ran off to "
+            f"draws are not finite in {_coords(bad, name)}: the chains ran off to "
             "infinity or NaN (a step size that blew up, or a log density without a maximum); check the target "
             "and the adapted step size"
         )
     const_all = screen.constant.all(axis=0) & screen.finite
     split = np.flatnonzero(const_all & ~(screen.first == screen.first[:1]).all(axis=0))
     if split.size and not frozen.all():  # all chains frozen: the stuck-chain warning says it
-        found.append(_split_line(split, event_shape, k))
+        found.append(_split_line(split, name, k))
     if n < 4:
         found.append(f"only {n} kept draws per chain: too few to judge convergence; run more draws (num_draws)")
         return found, frozen
@@ -333,15 +404,16 @@ def _mixing(draws: np.ndarray) -> tuple[list[str], np.ndarray]:
     result = _arviz_diagnostics(flat, index)
     scope = f" (checked the {index.size} of {k} coordinates most likely to fail)" if subset else ""
     if "rhat" in result:
-        found += _rhat_line(result["rhat"], index, event_shape, k, scope)
+        found += _rhat_line(result["rhat"], index, name, k, scope)
     least = np.minimum(result["bulk"], result["tail"])  # NaN (undefined) counts as failing
     threshold = MIN_ESS if c > 1 else MIN_ESS_SINGLE_CHAIN
     worst = np.argsort(np.nan_to_num(least, nan=-np.inf), kind="stable")
     worst = worst[~(least[worst] >= threshold)]
     if worst.size:
+        shown = worst[:_SHOWN]
         labels = [
-            f"{_coord(index[j], event_shape)} (bulk {result['bulk'][j]:.0f}, tail {result['tail'][j]:.0f})"
-            for j in worst[:_SHOWN]
+            f"{label} (bulk {result['bulk'][j]:.0f}, tail {result['tail'][j]:.0f})"
+            for label, j in zip(name(index[shown]), shown, strict=True)
         ]
         found.append(
             f"ESS below {threshold} for {worst.size} of {k} coordinates: {_listing(labels, worst.size)}{scope}: "
@@ -351,13 +423,12 @@ def _mixing(draws: np.ndarray) -> tuple[list[str], np.ndarray]:
     return found, frozen
 
 
-def _moments_mixing(moments: dict) -> tuple[list[str], np.ndarray]:
+def _moments_mixing(moments: dict, name: Namer) -> tuple[list[str], np.ndarray]:
     """The checks a run that kept no draws allows: classic R-hat from per-chain running
     means and variances, chains stuck in different states, and the frozen chains.
     """
     mean, var = np.asarray(moments["mean"], np.float64), np.asarray(moments["var"], np.float64)
     c, n = mean.shape[0], int(moments["count"])
-    event_shape = tuple(mean.shape[1:])
     mean, var = mean.reshape(c, -1), var.reshape(c, -1)
     k = mean.shape[1]
     constant = var == 0
@@ -366,11 +437,11 @@ def _moments_mixing(moments: dict) -> tuple[list[str], np.ndarray]:
     const_all = constant.all(axis=0)
     split = np.flatnonzero(const_all & ~(mean == mean[:1]).all(axis=0))
     if split.size and not frozen.all():
-        found.append(_split_line(split, event_shape, k))
+        found.append(_split_line(split, name, k))
     if c > 1 and n > 1:
         rhat = _classic_rhat(mean[:, ~const_all], var[:, ~const_all], n)
         note = " (classic R-hat from running means and variances: the run kept no draws)"
-        found += _rhat_line(rhat, np.flatnonzero(~const_all), event_shape, k, note)
+        found += _rhat_line(rhat, np.flatnonzero(~const_all), name, k, note)
     return found, frozen
 
 
@@ -545,9 +616,10 @@ def run_warnings(trace: Trace, build: Callable | None = None) -> list[str]:
     draws = _kept(trace)
     frozen = None
     if draws is not None:
-        mixing, frozen = _mixing(np.asarray(draws))
+        draws = np.asarray(draws)
+        mixing, frozen = _mixing(draws, _namer(trace, draws))
     elif trace.moments is not None:
-        mixing, frozen = _moments_mixing(trace.moments)
+        mixing, frozen = _moments_mixing(trace.moments, _namer(trace, None))
     else:
         mixing = []
     stuck_lines, stuck = _stuck(trace, frozen)
