@@ -18,7 +18,7 @@ from gradmc.base import Target
 from gradmc.cli import build_parser, main
 from gradmc.compare import COMPARE_COLUMNS, COMPARE_LEGEND, compare, ranked, trace_row
 from gradmc.diagnostics.health import RunWarning
-from gradmc.report import format_compare
+from gradmc.report import format_compare, format_params
 from gradmc.spaces import Real
 from gradmc.trace import Trace
 
@@ -92,6 +92,19 @@ def test_divergences_of_warmup_and_kept_draws_are_separate_columns(corr_gaussian
     cells = _row(format_compare([row]), "s").split()
     header = format_compare([row]).splitlines()[0].split()
     assert cells[header.index("div_warmup")] == "7" and cells[header.index("div_kept")] == "3"
+
+
+def test_learned_parameters_line_names_values_spreads_and_matrices():
+    chains = 3
+    params = {
+        "step_size": np.array([0.2, 0.25, 0.3]),
+        "W": np.broadcast_to(np.diag([1.0, 4.0]), (chains, 2, 2)),  # shared by the chains
+        "M": np.zeros((chains, 2, 2)),  # learned on independent coordinates
+    }
+    assert format_params(params) == (
+        "learned in warm-up: step_size 0.25 (0.2..0.3 over chains); W 2x2 (condition number 4); M 2x2 (zero)"
+    )
+    assert format_params(None) == "nothing learned in warm-up"
 
 
 def test_ranking_puts_samplers_without_gradients_last_in_given_order():

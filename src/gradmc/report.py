@@ -39,7 +39,8 @@ def _cell(value) -> str:
 
 def format_params(params) -> str:
     """One line on what a run's warm-up learned (``trace.params``), per parameter: a value per
-    chain as its median and range over chains; a matrix as its shape and condition number.
+    chain as its median and range over chains; a matrix as its shape and condition number
+    (``(zero)`` for a zero matrix, such as the W learned on independent coordinates).
 
     Parameters
     ----------
@@ -64,6 +65,9 @@ def format_params(params) -> str:
         elif x.ndim == 3 and x.shape[1] == x.shape[2]:
             shared = x.shape[0] == 1 or np.array_equal(x, np.broadcast_to(x[:1], x.shape))
             matrices = x[:1] if shared else x
+            if not matrices.any():  # learned from a target without interactions (independent coordinates)
+                parts.append(f"{name} {x.shape[1]}x{x.shape[2]} (zero)")
+                continue
             cond = float(np.median(np.linalg.cond(matrices.astype(np.float64))))
             parts.append(f"{name} {x.shape[1]}x{x.shape[2]} (condition number {cond:.3g})")
         else:

@@ -316,11 +316,18 @@ def test_chains_in_different_modes_warn_about_rhat():
     assert any("R-hat" in line for line in trace.warnings)
 
 
+FLAT_BITS = Target("flat-bits", lambda x: 0.0 * jnp.sum(x), Binary(5))
+
+
 @pytest.mark.parametrize(
-    ("target", "sampler", "why"),
+    ("target", "sampler", "parameter", "why"),
     [
-        (Target("flat", lambda x: 0.0 * jnp.sum(x), Real(3)), "mala", "flat"),
-        (Target("flat-bits", lambda x: 0.0 * jnp.sum(x), Binary(5)), "ncg", "flat"),
+        (Target("flat", lambda x: 0.0 * jnp.sum(x), Real(3)), "mala", "step_size", "flat"),
+        (FLAT_BITS, "ncg", "step_size", "flat"),
+        (FLAT_BITS, "gwg", "num_flips", "flat"),
+        (FLAT_BITS, "mh-uniform", "move_scale", "flat"),
+        (FLAT_BITS, "v-dhams", "delta", "flat"),
+        (FLAT_BITS, "o-pdhams", "delta", "flat"),
         (
             Target(
                 "nan-away-from-0",
@@ -329,16 +336,36 @@ def test_chains_in_different_modes_warn_about_rhat():
                 initial_position=lambda key: jnp.zeros(3),
             ),
             "mala",
+            "step_size",
             "NaN or infinite",
         ),
     ],
 )
-def test_failed_adaptation_warns_and_returns(target, sampler, why):
-    with pytest.warns(RunWarning, match=f"{sampler}: step_size adaptation did not converge") as caught:
+def test_failed_adaptation_warns_and_returns(target, sampler, parameter, why):
+    """Each self-tuning sampler names the parameter its warm-up tunes (a constant log density
+    takes every one of them to the end of its range, accepting everything)."""
+    match = f"{sampler}: {parameter} adaptation did not converge"
+    with pytest.warns(RunWarning, match=match) as caught:
         trace = gradmc.sample(target, sampler, num_chains=2, num_warmup=200, num_draws=20, progress=False)
     assert trace.draws.shape[:2] == (2, 20)
     assert why in only(trace.warnings, "did not converge")
+    assert f"set {parameter} by hand" in only(trace.warnings, "did not converge")
     assert [str(w.message) for w in caught if issubclass(w.category, RunWarning)] == trace.warnings
+
+
+@pytest.mark.parametrize(
+    ("target", "sampler"),
+    [
+        # a quadratic target: with the learned W PDHAMS is rejection-free, δ rests at its floor
+        (Target("chain", lambda x: 0.8 * jnp.sum((2 * x[1:] - 1) * (2 * x[:-1] - 1)), Binary(6)), "v-pdhams"),
+        # independent bits: DHAMS accepts everything at every δ, which rises to its cap
+        (Target("independent-bits", lambda x: jnp.linspace(-2.0, 2.0, 6) @ x, Binary(6)), "o-dhams"),
+    ],
+)
+def test_a_value_held_at_its_bound_on_a_varying_target_is_not_a_failure(target, sampler):
+    trace = gradmc.sample(target, sampler, num_chains=2, num_warmup=200, num_draws=100, progress=False)
+    assert np.mean(trace.stats["acceptance_rate"]) > 0.99
+    assert not [line for line in trace.warnings if "delta" in line or "acceptance" in line], trace.warnings
 
 
 def test_continuous_sampler_on_discrete_target_is_refused():

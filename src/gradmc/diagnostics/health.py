@@ -89,8 +89,10 @@ MAX_CHECKED_VALUES = 1 << 21
 BLOCK_ELEMENTS = 1 << 22
 #: Coordinates or chains named in one message before "(+k more)".
 _SHOWN = 3
-#: Parameters adapted in warm-up, by the names samplers give them in ``trace.params``.
-_ADAPTED = ("step_size", "step_sizes", "num_flips", "scale")
+#: Parameters adapted in warm-up, by the names samplers give them in ``trace.params`` (the
+#: first one a trace has is checked): step sizes, GWG's number of flips, MH-uniform's and
+#: lattice Metropolis's move size, (P)DHAMS's δ.
+_ADAPTED = ("step_size", "step_sizes", "num_flips", "scale", "move_scale", "radius", "delta")
 
 
 class RunWarning(UserWarning):
