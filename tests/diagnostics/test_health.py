@@ -24,10 +24,11 @@ import pytest
 import gradmc
 from gradmc.base import Target
 from gradmc.diagnostics import health
+from gradmc.diagnostics._common import coord_names
 from gradmc.diagnostics.health import RunWarning, run_warnings
 from gradmc.spaces import Binary, Categorical, Real, Spin
 from gradmc.trace import Trace
-from gradmc.variables import Variables
+from gradmc.variables import Variables, entry_name
 
 
 def fake_trace(draws, *, sampler="custom", accept=0.6, options=None, warmup=None, params=None, moments=None, **stats):
@@ -219,6 +220,12 @@ def test_too_few_draws():
 
 
 # -- coordinates named in the model's terms -------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 1, 2)])
+def test_entry_names_are_the_summary_tables_labels(shape):
+    size = int(np.prod(shape))
+    assert [entry_name("s", shape, i) for i in range(size)] == coord_names(shape, "s")
 
 
 def test_warnings_name_a_pytree_models_variables():

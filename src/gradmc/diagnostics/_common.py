@@ -10,7 +10,6 @@ import warnings
 import numpy as np
 
 from gradmc.enumeration import check_values
-from gradmc.variables import entry_name
 
 
 def arviz():
@@ -44,7 +43,9 @@ def flat_coords(draws: np.ndarray) -> np.ndarray:
 
 def coord_names(event_shape: tuple[int, ...], prefix: str = "x") -> list[str]:
     """``x[0]``, ``x[1]``, ... (``x[i,j]`` for matrix events) in C order."""
-    return [entry_name(prefix, event_shape, i) for i in range(int(np.prod(event_shape, dtype=np.int64)))]
+    if not event_shape:
+        return [prefix]
+    return [f"{prefix}[{','.join(map(str, idx))}]" for idx in np.ndindex(*event_shape)]
 
 
 def ess_mean(series: np.ndarray) -> np.ndarray:
