@@ -150,6 +150,14 @@ def _variables_namer(variables, base: np.ndarray, moved: Callable[[np.ndarray], 
     return name
 
 
+def _each_moved(base: np.ndarray, flat_indices: np.ndarray, move: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``(len(flat_indices), base.size)``: ``base`` (flat) with one coordinate replaced by ``move`` of it per row."""
+    out = np.repeat(base.reshape(1, -1), len(flat_indices), axis=0)
+    rows = np.arange(len(flat_indices))
+    out[rows, flat_indices] = move(out[rows, flat_indices])
+    return out
+
+
 def _namer(trace: Trace, kept: np.ndarray | None) -> Namer:
     """How the warnings name the coordinates of ``kept`` (the draws the checks read; None:
     the running means of a run that kept no draws): by the target's named variables when
@@ -165,28 +173,23 @@ def _namer(trace: Trace, kept: np.ndarray | None) -> Namer:
     if variables is None:
         return fallback
     if trace.indices is not None:
-        if variables.event_shape != space.event_shape:
-            return fallback
         base_index = np.asarray(kept[0, 0], np.int64)
-
-        def next_value(flat_indices):
-            index = np.repeat(base_index[None], len(flat_indices), axis=0)
-            rows = np.arange(len(flat_indices))
-            index[rows, flat_indices] = (index[rows, flat_indices] + 1) % space.num_values
-            return space.decode(index)
-
-        return _variables_namer(variables, space.decode(base_index), next_value, fallback)
+        k = space.num_values
+        return _variables_namer(
+            variables,
+            space.decode(base_index),
+            lambda flat_indices: space.decode(_each_moved(base_index, flat_indices, lambda v: (v + 1) % k)),
+            fallback,
+        )
     if event_shape != variables.event_shape or (space is not None and space.is_discrete):
         return fallback
-    base = np.nan_to_num(np.asarray(kept[0, 0], np.float64), nan=0.0, posinf=0.0, neginf=0.0).reshape(-1)
-
-    def shifted(flat_indices):
-        out = np.repeat(base[None], len(flat_indices), axis=0)
-        rows = np.arange(len(flat_indices))
-        out[rows, flat_indices] += 1.0 + np.abs(out[rows, flat_indices])
-        return out.reshape(len(flat_indices), *event_shape)
-
-    return _variables_namer(variables, base.reshape(event_shape), shifted, fallback)
+    base = np.nan_to_num(np.asarray(kept[0, 0], np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    return _variables_namer(
+        variables,
+        base,
+        lambda flat_indices: _each_moved(base, flat_indices, lambda v: v + 1.0 + np.abs(v)).reshape(-1, *event_shape),
+        fallback,
+    )
 
 
 def _coords(flat_indices: np.ndarray, name: Namer) -> str:
