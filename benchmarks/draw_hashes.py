@@ -86,15 +86,18 @@ def main(argv=None) -> int:
         print(f"wrote {len(results)} fingerprints to {args.record}")
         return 0
     recorded = json.loads(args.check.read_text())
-    differ = 0
+    differ = added = 0
     for key in sorted(set(recorded) | set(results)):
         if names is not None and key.split(" | ")[0] not in names:
             continue
         old, new = recorded.get(key), results.get(key)
-        if old != new:
+        if old is None:
+            added += 1
+            print(f"NEW {key}: {new}")
+        elif old != new:
             differ += 1
             print(f"DIFFERS {key}: recorded {old}, now {new}")
-    print(f"{differ} of {len(results)} fingerprints differ")
+    print(f"{differ} of {len(results) - added} recorded fingerprints differ; {added} new")
     return 1 if differ else 0
 
 

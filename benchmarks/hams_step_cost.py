@@ -38,7 +38,8 @@ import gradmc
 from gradmc import random as gradmc_random
 from gradmc.adapt.preconditioner import make_preconditioner as rg_preconditioner
 from gradmc.base import Target
-from gradmc.discrete import hams, ncg, pavg, second_order
+from gradmc.curvature import second_order
+from gradmc.discrete import hams, ncg, pavg
 from gradmc.report import format_table
 from gradmc.spaces import Ordinal
 from gradmc.targets import hams_targets, lattice

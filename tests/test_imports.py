@@ -12,6 +12,7 @@ it, whose ``__init__`` Python also runs); ``from gradmc.a import x`` gives an ed
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import warnings
@@ -23,6 +24,7 @@ import gradmc
 
 SRC = Path(gradmc.__file__).resolve().parent
 PACKAGE = "gradmc"
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 
 #: Modules that kernel modules may not import (the registry and everything that drives runs).
 ABOVE_KERNELS = ("gradmc.registry", "gradmc.run", "gradmc.tuning", "gradmc.experiments", "gradmc.cli", "gradmc.compare")
@@ -181,6 +183,90 @@ def test_no_import_cycles():
     graph = import_graph()
     cycles = import_cycles({module: targets & graph.keys() for module, targets in graph.items()})
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph of the package's sub-packages and top-level modules (``gradmc.adapt``,
+    ``gradmc.registry``): an edge where any module of one imports any module of the other.
+    The package's own ``__init__`` (the public surface, which imports everything) is left out.
+    """
+
+    def unit(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    units: dict[str, set[str]] = {unit(m): set() for m in graph if m != PACKAGE}
+    for module, targets in graph.items():
+        if module == PACKAGE:
+            continue
+        units[unit(module)] |= {unit(t) for t in targets if t in graph and t != PACKAGE} - {unit(module)}
+    return units
+
+
+def test_no_import_cycles_between_packages():
+    """No two packages import each other, even through different modules (``adapt`` and
+    ``discrete`` once did: the learned W models imported the HAMS module, whose samplers
+    imported them back)."""
+    cycles = import_cycles(package_graph(import_graph()))
+    assert not cycles, "import cycles between packages:\n" + "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def documented_levels() -> list[tuple[str, int]]:
+    """``(entry, level)`` of the levels table of docs/architecture.md: an entry is a top-level
+    module (``registry``), a package (``adapt/``), a module of a package (``discrete/proposals``)
+    or every other module of one (``discrete/<kernel>``); ``__init__`` is the package's own."""
+    rows = re.findall(r"^\| (\d+) \| (.*?) \|", ARCHITECTURE.read_text(), re.M)
+    return [(entry, int(level)) for level, entries in rows for entry in re.findall(r"`([^`]+)`", entries)]
+
+
+def level_of(module: str, levels: list[tuple[str, int]]) -> int | None:
+    """The documented level of ``module``: the most specific entry that covers it (a named
+    module before ``<kernel>``, before its package, before a top-level module of that name);
+    a sub-package's ``__init__`` takes the lowest level of its package's entries."""
+    parts = module.split(".")[1:] or ["__init__"]
+    path = "/".join(parts)
+    ranked = []
+    for entry, level in levels:
+        if entry == path:
+            ranked.append((0, level))
+        elif entry.endswith("/<kernel>") and len(parts) == 2 and entry.split("/")[0] == parts[0]:
+            ranked.append((1, level))
+        elif entry == parts[0] + "/" and len(parts) >= 2:
+            ranked.append((2, level))
+        elif len(parts) == 1 and entry.startswith(parts[0] + "/"):
+            ranked.append((3, level))
+    return min(ranked)[1] if ranked else None
+
+
+def test_every_module_has_a_documented_level():
+    levels = documented_levels()
+    assert len(levels) > 20, "the levels table of docs/architecture.md was not found"
+    unplaced = sorted(m for m in import_graph() if level_of(m, levels) is None)
+    assert not unplaced, "modules without a level in docs/architecture.md:\n" + "\n".join(unplaced)
+
+
+def test_no_module_imports_a_higher_level():
+    """The levels of docs/architecture.md are what this enforces: a module imports only from
+    its own level or below."""
+    levels = documented_levels()
+    graph = import_graph()
+    uphill = sorted(
+        f"{module} (level {level_of(module, levels)}) -> {target} (level {level_of(target, levels)})"
+        for module, targets in graph.items()
+        for target in targets
+        if target in graph and (level_of(target, levels) or 0) > (level_of(module, levels) or 0)
+    )
+    assert not uphill, "imports of a higher level:\n" + "\n".join(uphill)
+
+
+def test_the_level_reader_places_modules():
+    levels = [("registry", 3), ("adapt/", 3), ("discrete/<kernel>", 4), ("discrete/samplers", 5), ("__init__", 9)]
+    assert level_of("gradmc.discrete.ncg", levels) == 4
+    assert level_of("gradmc.discrete.samplers", levels) == 5
+    assert level_of("gradmc.discrete", levels) == 4
+    assert level_of("gradmc.adapt.step_size", levels) == 3
+    assert level_of("gradmc.registry", levels) == 3
+    assert level_of("gradmc", levels) == 9
+    assert level_of("gradmc.nowhere", levels) is None
 
 
 def test_kernel_modules_import_nothing_that_drives_runs():

@@ -33,6 +33,7 @@ from gradmc.spaces import Space
 from gradmc.variables import Variables
 
 __all__ = [
+    "RunWarning",
     "SamplingAlgorithm",
     "Truth",
     "PerDatumModel",
@@ -49,6 +50,14 @@ __all__ = [
 
 ArrayTree = Any
 PRNGKey = jax.Array
+
+
+class RunWarning(UserWarning):
+    """A problem found in a run or in setting one up (unconverged chains, few effective
+    draws, divergences, stuck chains, failed adaptation, a costly choice); the message names
+    the coordinates or chains and suggests a fix. Silence with
+    ``warnings.simplefilter("ignore", gradmc.RunWarning)``.
+    """
 
 
 @dataclass(frozen=True)

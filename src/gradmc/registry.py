@@ -6,8 +6,12 @@ with :func:`register_sampler`; target modules register a factory
 :class:`UnknownNameError`, which lists the valid ones.
 
 A sampler's options are its builder's keyword arguments: their defaults come from the
-signature and their meanings from the "Parameters" section of the builder's docstring
-(:func:`sampler_options`, what ``gradmc describe`` prints). One concept has one name in
+signature (:func:`defaults`) and their meanings from the "Parameters" section of the
+builder's docstring (:func:`sampler_options`, what ``gradmc describe`` prints). A sampler's
+entry also says what its warm-up tunes and how a run's health check judges it
+(:class:`Tuned`), which other option cures divergences (:class:`Fix`), and, for a sampler
+whose kernel also runs outside the runner (PCD's chains, plain loops), its kernel module
+and the options that set it (:func:`kernel_options`, :func:`algorithm`). One concept has one name in
 every sampler; an option's former name still works, with a ``DeprecationWarning`` that
 gives the new one (:data:`FORMER_OPTION_NAMES`).
 """
@@ -18,13 +22,16 @@ import inspect
 import re
 import warnings
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, NamedTuple
 
-from gradmc.base import Sampler, Target
+from gradmc.base import Sampler, SamplingAlgorithm, Target
 
 __all__ = [
     "UnknownNameError",
     "Entry",
+    "Tuned",
+    "Fix",
     "Option",
     "FORMER_OPTION_NAMES",
     "register_sampler",
@@ -35,7 +42,11 @@ __all__ = [
     "sampler",
     "target",
     "samplers",
+    "sampler_entry",
     "sampler_options",
+    "defaults",
+    "kernel_options",
+    "algorithm",
     "targets",
     "without_adaptation",
 ]
@@ -51,6 +62,61 @@ class UnknownNameError(ValueError):
     """
 
 
+class Tuned(NamedTuple):
+    """A setting a sampler learns in warm-up, and how a run's health check judges it.
+
+    After a run, :mod:`gradmc.diagnostics.health` reads the learned value from
+    ``trace.params[param]`` and its path from ``trace.warmup_stats["step_size"]``, and
+    reports an adaptation that did not converge (accepting nearly everything or nothing in
+    the second half of warm-up, a value that is not finite and positive) or a kept
+    acceptance rate far from the one aimed at.
+
+    Parameters
+    ----------
+    param : str
+        Its key in ``trace.params`` (e.g. ``"step_size"``, ``"num_flips"``, ``"delta"``).
+    aims_at : str or None
+        The option that holds the acceptance rate the warm-up aims at (``"target_accept"``);
+        None when the rule aims at none.
+    switch : str or None
+        The option that turns the adaptation off when it is None or False (``"adapt"``);
+        None when the warm-up always adapts.
+    """
+
+    param: str
+    aims_at: str | None = "target_accept"
+    switch: str | None = "adapt"
+
+    def active(self, options: dict) -> bool:
+        """Whether the warm-up adapts with these options in force.
+
+        Parameters
+        ----------
+        options : dict
+            The sampler's options, defaults included.
+        """
+        return self.switch is None or options.get(self.switch) not in (None, False)
+
+
+class Fix(NamedTuple):
+    """Another value of an option that may cure divergent transitions, suggested when the
+    option does not already have it (NUTS's ``dense_mass=True`` for correlated coordinates).
+
+    Parameters
+    ----------
+    option : str
+        The option.
+    value : object
+        The value to suggest.
+    why : str
+        When it helps.
+    """
+
+    option: str
+    value: Any
+    why: str
+
+
 class Entry(NamedTuple):
     """A registered constructor.
 
@@ -64,12 +130,31 @@ class Entry(NamedTuple):
         One line for ``gradmc list``.
     kind : str
         ``"continuous"``, ``"discrete"`` or ``"any"``.
+    tuned : tuple of Tuned
+        Samplers: what the warm-up tunes.
+    fixes : tuple of Fix
+        Samplers: options that may cure divergences.
+    kernel : module, optional
+        Samplers whose kernel also runs outside the runner: the pure kernel module.
+    kernel_options : tuple of str
+        The options that set that kernel (``kernel.as_top_level_api`` takes them by name).
     """
 
     name: str
     constructor: Callable
     description: str
     kind: str  # "continuous", "discrete" or "any"
+    tuned: tuple[Tuned, ...] = ()
+    fixes: tuple[Fix, ...] = ()
+    kernel: ModuleType | None = None
+    kernel_options: tuple[str, ...] = ()
+
+    def defaults(self) -> dict:
+        """A sampler's default options, read from its builder's signature (after ``target``
+        and ``num_warmup``; an option without a default is left out).
+        """
+        params = list(inspect.signature(self.constructor).parameters.values())[2:]
+        return {p.name: p.default for p in params if p.default is not p.empty}
 
 
 class _Registry:
@@ -77,12 +162,12 @@ class _Registry:
         self.what = what
         self.entries: dict[str, Entry] = {}
 
-    def add(self, name: str, constructor: Callable, description: str, kind: str) -> None:
-        if name in self.entries:
-            raise ValueError(f"{self.what} {name!r} is registered twice")
-        if kind not in ("continuous", "discrete", "any"):
-            raise ValueError(f"kind must be continuous, discrete or any, got {kind!r}")
-        self.entries[name] = Entry(name, constructor, description, kind)
+    def add(self, entry: Entry) -> None:
+        if entry.name in self.entries:
+            raise ValueError(f"{self.what} {entry.name!r} is registered twice")
+        if entry.kind not in ("continuous", "discrete", "any"):
+            raise ValueError(f"kind must be continuous, discrete or any, got {entry.kind!r}")
+        self.entries[entry.name] = entry
 
     def get(self, name: str) -> Entry:
         try:
@@ -108,7 +193,16 @@ _targets = _Registry("target")
 _experiments = _Registry("experiment")
 
 
-def register_sampler(name: str, description: str, kind: str = "continuous"):
+def register_sampler(
+    name: str,
+    description: str,
+    kind: str = "continuous",
+    *,
+    tuned: tuple[Tuned, ...] = (),
+    fixes: tuple[Fix, ...] = (),
+    kernel: ModuleType | None = None,
+    kernel_options: tuple[str, ...] = (),
+):
     """Decorator: register ``build(target, num_warmup, **options) -> BoundSampler`` under ``name``.
 
     Parameters
@@ -119,10 +213,24 @@ def register_sampler(name: str, description: str, kind: str = "continuous"):
         One line for ``gradmc list``.
     kind : str
         ``"continuous"``, ``"discrete"`` or ``"any"``: the spaces the sampler runs on.
+    tuned : tuple of Tuned
+        What the warm-up tunes, and how a run's health check judges it.
+    fixes : tuple of Fix
+        Options that may cure divergent transitions.
+    kernel : module, optional
+        The pure kernel module, for a sampler whose kernel also runs outside the runner.
+    kernel_options : tuple of str
+        The options that set that kernel.
     """
 
     def decorate(build):
-        _samplers.add(name, build, description, kind)
+        params = list(inspect.signature(build).parameters)[2:]
+        missing = sorted(
+            {*kernel_options, *(t.aims_at for t in tuned if t.aims_at), *(f.option for f in fixes)} - set(params)
+        )
+        if missing:
+            raise ValueError(f"sampler {name!r} declares option(s) {missing} that its builder does not take")
+        _samplers.add(Entry(name, build, description, kind, tuple(tuned), tuple(fixes), kernel, tuple(kernel_options)))
         return build
 
     return decorate
@@ -142,7 +250,7 @@ def register_target(name: str, description: str, kind: str = "continuous"):
     """
 
     def decorate(factory):
-        _targets.add(name, factory, description, kind)
+        _targets.add(Entry(name, factory, description, kind))
         return factory
 
     return decorate
@@ -163,7 +271,7 @@ def register_experiment(name: str, description: str, kind: str = "any"):
     """
 
     def decorate(run):
-        _experiments.add(name, run, description, kind)
+        _experiments.add(Entry(name, run, description, kind))
         return run
 
     return decorate
@@ -216,6 +324,76 @@ def sampler(name: str, **options) -> Sampler:
     options = _current_names(name, options, stacklevel=2)
     _samplers.check_options(entry, options, skip=2)
     return Sampler(name, dict(options), entry.constructor)
+
+
+def sampler_entry(name: str) -> Entry:
+    """The registry entry of the sampler ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A registered sampler name.
+    """
+    return _samplers.get(name)
+
+
+def defaults(name: str) -> dict:
+    """The default options of the registered sampler ``name``, read from its builder's
+    signature (an option without a default is left out).
+
+    Parameters
+    ----------
+    name : str
+        A registered sampler name.
+    """
+    return _samplers.get(name).defaults()
+
+
+def kernel_options(name: str, **options) -> dict:
+    """The options that set the kernel of the sampler ``name``: its builder's defaults,
+    updated by ``options``.
+
+    Raises ``ValueError`` for a sampler whose kernel does not run outside the runner, or an
+    option that does not set the kernel.
+
+    Parameters
+    ----------
+    name : str
+        A registered sampler with a ``kernel``.
+    **options
+        Values for some of the kernel's options.
+    """
+    entry = _samplers.get(name)
+    if entry.kernel is None:
+        valid = ", ".join(e.name for e in samplers() if e.kernel is not None)
+        raise ValueError(f"{name!r} has no kernel to run outside the runner; valid: {valid}")
+    unknown = sorted(set(options) - set(entry.kernel_options))
+    if unknown:
+        raise ValueError(
+            f"{name!r} has no option(s) {unknown} that set its kernel; its kernel options are "
+            f"{sorted(entry.kernel_options)}"
+        )
+    return {**{key: value for key, value in defaults(name).items() if key in entry.kernel_options}, **options}
+
+
+def algorithm(name: str, logdensity_fn: Callable, space, **options) -> SamplingAlgorithm:
+    """The BlackJAX ``SamplingAlgorithm`` of the sampler ``name`` with its kernel options
+    (defaults from :func:`defaults`), for a plain ``state, info = alg.step(key, state)`` loop.
+
+    Parameters
+    ----------
+    name : str
+        A registered sampler with a ``kernel``.
+    logdensity_fn : callable
+        The target's log density.
+    space : gradmc.spaces.Space
+        The target's space.
+    **options
+        Kernel options, as for :func:`kernel_options`.
+    """
+    options = kernel_options(name, **options)
+    kernel: Any = _samplers.get(name).kernel
+    return kernel.as_top_level_api(logdensity_fn, space, **options)
 
 
 class Option(NamedTuple):

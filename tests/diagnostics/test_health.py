@@ -14,6 +14,7 @@ threshold of 100.
 
 import logging
 import warnings
+from pathlib import Path
 
 import arviz as az
 import jax
@@ -387,3 +388,33 @@ def test_discrete_sampler_on_continuous_target_is_refused():
     with pytest.raises(ValueError, match="sampler 'ncg' samples discrete spaces") as err:
         gradmc.sample(standard_normal(), "ncg", num_warmup=10, num_draws=10, progress=False)
     assert "Samplers for continuous targets:" in str(err.value) and "nuts" in str(err.value)
+
+
+def _toy_builder(target, num_warmup, temperature=1.0, adapt="robbins_monro", aim=0.3):
+    raise NotImplementedError  # only its registration is read here
+
+
+def test_a_new_sampler_declares_what_it_tunes_and_its_failure_is_reported(iid):
+    """The checks ask the registry entry what a sampler tunes: a sampler registered with a
+    tuned parameter of a new name, aiming at an acceptance option of a new name, gets its
+    failed adaptation reported by that name; switched off, nothing is reported."""
+    from gradmc.registry import Tuned, register_sampler
+
+    register_sampler("toy-tempered", "a toy", tuned=(Tuned("temperature", aims_at="aim"),))(_toy_builder)
+    warm = {"acceptance_rate": np.ones((4, 100), np.float32), "step_size": np.ones((4, 100), np.float32)}
+    params = {"temperature": np.ones(4, np.float32)}
+    line = only(run_warnings(fake_trace(iid, sampler="toy-tempered", warmup=warm, params=params)), "did not converge")
+    assert line.startswith("toy-tempered: temperature adaptation did not converge in chains 0, 1, 2 (+1 more)")
+    assert "(aiming at 0.3)" in line and "set temperature by hand" in line
+    off = fake_trace(iid, sampler="toy-tempered", warmup=warm, params=params, options={"adapt": None})
+    assert run_warnings(off) == []
+    # a declaration naming an option the builder does not take is refused at registration
+    with pytest.raises(ValueError, match=r"declares option\(s\) \['target_accept'\]"):
+        register_sampler("toy-misdeclared", "a toy", tuned=(Tuned("temperature"),))(_toy_builder)
+
+
+def test_no_list_of_parameter_names_in_the_checks():
+    """health.py holds no table of tuned-parameter names: what it checks comes from entries."""
+    source = Path(health.__file__).read_text()
+    for name in ("num_flips", "move_scale", "delta", "dense_mass", '"target_accept"'):
+        assert name not in source, name

@@ -21,10 +21,11 @@ import pytest
 from scipy.stats import norm
 
 import gradmc
+from gradmc.adapt.warmup import bind
 from gradmc.base import Target
 from gradmc.diagnostics.ess import geyer_ess
 from gradmc.diagnostics.health import RunWarning
-from gradmc.discrete import avg, block_gibbs, gwg, ncg, proposals
+from gradmc.discrete import avg, block_gibbs, gwg, ncg, ordinal_ncg, proposals
 from gradmc.discrete.samplers import MAX_STEP_SIZE, TARGET_ACCEPT
 from gradmc.registry import sampler as recipe
 from gradmc.run import run_chains as drive_sampler
@@ -144,6 +145,7 @@ SAMPLERS = {
     "gwg-one-flip": ("gwg", {"adapt": None}, 0),
     "gwg-three-flips": ("gwg", {"num_flips": 3, "adapt": None}, 0),
     "ordinal-gwg": ("ordinal-gwg", {"radius": 2}, 400),
+    "ordinal-ncg": ("ordinal-ncg", {"radius": 1}, 400),
     "mh-uniform": ("mh-uniform", {"radius": 1}, 0),
     "mh-uniform-partial": ("mh-uniform", {"radius": 2, "move_probability": 0.4, "adapt": None}, 0),
     "mh-uniform-adapted": ("mh-uniform", {}, 400),
@@ -170,6 +172,7 @@ DEFAULT = {
     ("v-dhams", "categorical"),
     ("o-dhams", "categorical"),
     ("ordinal-gwg", "ordinal"),
+    ("ordinal-ncg", "ordinal"),
     ("mh-uniform", "categorical"),
     ("mh-uniform-partial", "ordinal"),
     ("mh-uniform-adapted", "binary"),
@@ -180,7 +183,7 @@ GRID = [
     pytest.param(s, sp, marks=() if (s, sp) in DEFAULT else pytest.mark.slow, id=f"{s}-{sp}")
     for s in SAMPLERS
     for sp in SPACES
-    if not (sp == "categorical" and s == "ordinal-gwg")
+    if not (sp == "categorical" and s in ("ordinal-gwg", "ordinal-ncg"))
 ]
 NUM_CHAINS, NUM_DRAWS = 32, 10_000
 
@@ -209,7 +212,7 @@ def _wrong_ncg_kernel(key, state, logdensity_fn, space, step_size):
 def test_tv_bound_detects_a_wrong_kernel():
     """The same TV bound rejects a kernel that targets the wrong distribution."""
     target = TARGETS["ordinal"]
-    sampler = proposals.fixed_sampler(
+    sampler = bind(
         "wrong-ncg",
         lambda key, x: proposals.init(x, target.logdensity_fn),
         lambda key, state, step_size: _wrong_ncg_kernel(key, state, target.logdensity_fn, target.space, step_size),
@@ -527,3 +530,86 @@ def test_top_level_api_runs_a_plain_loop():
         avg.as_top_level_api(target.logdensity_fn, ORDINAL, -1.0)
     with pytest.raises(ValueError, match="radius"):
         gwg.as_top_level_api(target.logdensity_fn, ORDINAL, 0)
+
+
+# ---------------------------------------------------------------------------------------
+# Ordinal NCG on a wide value set: two ordinal coordinates with 8 unevenly spaced values
+# (64 states). With radius 1 or 2 most moves are cut by the window and, at the ends of the
+# value set, the window holds fewer values, so the forward and reverse normalisers differ; a
+# kernel that forgets the reverse window's normaliser must exceed the TV bound.
+# ---------------------------------------------------------------------------------------
+
+WIDE = Ordinal([-2.0, -1.5, -0.5, 0.0, 0.3, 1.0, 1.2, 2.5], 2)
+TARGET = nonquadratic_target(WIDE, seed=4, name="nonquadratic-wide-ordinal")
+
+
+@pytest.fixture(scope="module")
+def wide_probs():
+    return exact_probs(TARGET)
+
+
+@pytest.mark.parametrize("radius", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_ordinal_ncg_matches_exact_distribution(radius, wide_probs):
+    sampler = recipe("ordinal-ncg", radius=radius).bind(TARGET, 400)
+    out = run_chains(sampler, TARGET, num_chains=NUM_CHAINS, num_draws=NUM_DRAWS, num_warmup=400, seed=5)
+    assert out["finite"].all() and not out["stats"].nonfinite.any()
+    tv, bound = tv_and_bound(WIDE, out["index"], wide_probs)
+    assert tv < bound, f"ordinal-ncg r={radius}: TV {tv:.4f} >= bound {bound:.4f}"
+    index = out["index"].astype(np.int32)
+    assert np.abs(np.diff(index, axis=1)).max() <= radius  # no move leaves the window
+    assert np.asarray(out["params"]["step_size"]).std() == 0  # one adapted ε per chain, frozen
+
+
+def _forgetful_kernel(key, state, logdensity_fn, space, step_size, radius):
+    """Ordinal NCG scoring the reverse move with the forward window's normaliser: wrong
+    wherever the two windows hold different numbers of values (near the ends)."""
+    key_prop, key_mh = jax.random.split(key)
+    index = space.to_index(state.position)
+    logits, window = ordinal_ncg.window_logits(index, *ncg.coefficients(state, step_size), space, radius)
+    chosen, log_forward = proposals.sample_logits_scored(key_prop, logits)
+    new_index = jnp.take_along_axis(window, chosen[:, None], axis=1)[:, 0]
+    proposed = proposals.init(space.from_index(new_index), logdensity_fn)
+    rev, _ = ordinal_ncg.window_logits(new_index, *ncg.coefficients(proposed, step_size), space, radius)
+    back = jnp.take_along_axis(rev, (index - new_index + radius)[:, None], axis=1)[:, 0]
+    log_reverse = back - jax.nn.logsumexp(logits, axis=1)  # the wrong normaliser
+    return proposals.metropolis(key_mh, state, proposed, jnp.sum(log_reverse) - jnp.sum(log_forward))
+
+
+def test_tv_bound_detects_ordinal_ncg_with_the_wrong_normaliser(wide_probs):
+    sampler = bind(
+        "forgetful-ordinal-ncg",
+        lambda key, x: proposals.init(x, TARGET.logdensity_fn),
+        lambda key, state, step_size: _forgetful_kernel(key, state, TARGET.logdensity_fn, WIDE, step_size, 1),
+        {"step_size": jnp.float32(50.0)},
+        lambda state, info, params: proposals.stats(state, info, params["step_size"]),
+    )
+    out = run_chains(sampler, TARGET, num_chains=NUM_CHAINS, num_draws=NUM_DRAWS, seed=5)
+    tv, bound = tv_and_bound(WIDE, out["index"], wide_probs)
+    assert tv > bound, f"wrong kernel not detected: TV {tv:.4f} <= bound {bound:.4f}"
+
+
+def test_an_ordinal_ncg_window_holding_every_value_is_ncg():
+    """With r ≥ k − 1 the window holds the whole value set: the proposal is NCG's."""
+    state = proposals.init(jnp.asarray([-0.5, 2.5]), TARGET.logdensity_fn)
+    a, b = ncg.coefficients(state, 0.7)
+    logits, window = ordinal_ncg.window_logits(WIDE.to_index(state.position), a, b, WIDE, WIDE.num_values - 1)
+    full = proposals.factorised_logits(a, b, WIDE)
+    for i in range(2):
+        inside = np.isfinite(np.asarray(logits[i]))
+        order = np.asarray(window[i])[inside]
+        np.testing.assert_array_equal(order, np.arange(WIDE.num_values))
+        np.testing.assert_allclose(jax.nn.softmax(logits[i][inside]), jax.nn.softmax(full[i]), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("options, match", [({"radius": 0}, "radius"), ({"step_size": 0.0}, "step size")])
+def test_ordinal_ncg_bad_options_raise(options, match):
+    with pytest.raises(ValueError, match=match):
+        recipe("ordinal-ncg", **options).bind(TARGET, 100)
+
+
+def test_ordinal_ncg_refuses_categorical_rows():
+    target = nonquadratic_target(Categorical(3, 2))
+    with pytest.raises(ValueError, match="ordered values"):
+        recipe("ordinal-ncg").bind(target, 100)
+    with pytest.raises(ValueError, match="ordered values"):
+        ordinal_ncg.as_top_level_api(target.logdensity_fn, target.space, 1.0)

@@ -23,9 +23,8 @@ import pytest
 
 import gradmc
 import gradmc.discrete.samplers as discrete_samplers
-from gradmc.adapt import graph_model, sparse_model
 from gradmc.base import Target
-from gradmc.discrete import second_order
+from gradmc.curvature import graph_model, second_order, sparse_model
 from gradmc.spaces import Binary
 
 

@@ -24,9 +24,9 @@ import pytest
 
 import gradmc
 import gradmc.discrete.samplers as discrete_samplers
-from gradmc.adapt import low_rank_model
 from gradmc.base import Target
-from gradmc.discrete import hams, proposals, second_order
+from gradmc.curvature import low_rank_model, second_order
+from gradmc.discrete import hams, proposals
 from gradmc.enumeration import exact_distribution
 from gradmc.spaces import Binary
 from gradmc.testing import assert_tv_within_bound

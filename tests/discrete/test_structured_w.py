@@ -29,8 +29,8 @@ import pytest
 
 import gradmc
 import gradmc.discrete.samplers as discrete_samplers
-from gradmc.adapt import sparse_model
-from gradmc.discrete import hams, proposals, second_order
+from gradmc.curvature import second_order, sparse_model
+from gradmc.discrete import hams, proposals
 from gradmc.enumeration import exact_distribution
 from gradmc.testing import assert_tv_within_bound
 

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gradmc.discrete import second_order
+from gradmc.curvature import second_order
 from gradmc.targets.hams_targets import discrete_gaussian
 from gradmc.tuning import calibration
 

@@ -8,56 +8,49 @@ The update of Titsias & Dellaportas' released code: after each step at ``x``,
 chain is random-walk Metropolis with covariance ``delta L L^T`` (the RWM kernel).
 An update that would make L non-finite or give it a diagonal entry below 1e-3 is skipped.
 
-The update depends on the warm-up step ``t``, which the adaptive kernel takes as an argument
-(so it has no ``as_top_level_api``: a ``SamplingAlgorithm`` step sees only a key and a state).
+The kernel is RWM's (:mod:`gradmc.continuous.rwm`, step size ``sqrt(delta)``, factor ``L``);
+what is adaptive is its warm-up rule (:func:`rule`, a :class:`gradmc.adapt.warmup.Rule`):
+the update depends on the warm-up step ``t``, which a ``SamplingAlgorithm`` step does not see.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
-from gradmc.continuous import rwm
+from gradmc.adapt.warmup import Rule
 
-__all__ = ["AMState", "init", "am_update", "build_kernel"]
+__all__ = ["AMAdaptation", "init", "am_update", "rule"]
 
 
-class AMState(NamedTuple):
-    """The RWM state and the adapted proposal: mean ``mu``, Cholesky factor ``L``, scale ``delta``."""
+class AMAdaptation(NamedTuple):
+    """The adapted proposal: mean ``mu``, Cholesky factor ``L``, scale ``delta``."""
 
-    kernel: rwm.RWMState
     mean: jax.Array
     chol: jax.Array
     scale: jax.Array  # delta
 
 
-def init(position, logdensity_fn: Callable, initial_scale) -> AMState:
+def init(position, initial_scale) -> AMAdaptation:
     """The adaptation's start at ``position``: ``mu = x``, ``L = I``, ``delta = initial_scale``.
 
     Parameters
     ----------
     position : array
         The starting point (flat).
-    logdensity_fn : callable
-        The unnormalised log density.
     initial_scale : float
         delta_0.
     """
     n = position.size
-    return AMState(
-        rwm.init(position, logdensity_fn),
-        position,
-        jnp.eye(n, dtype=position.dtype),
-        jnp.asarray(initial_scale, position.dtype),
-    )
+    return AMAdaptation(position, jnp.eye(n, dtype=position.dtype), jnp.asarray(initial_scale, position.dtype))
 
 
 def am_update(
-    state: AMState,
+    state: AMAdaptation,
+    x,
     accepted_prob,
     t,
     mean_rate=0.01,
@@ -65,13 +58,16 @@ def am_update(
     chol_decay=5000.0,
     scale_rate=0.01,
     target_accept=0.25,
-) -> AMState:
-    """One Robbins–Monro update of (mu, L, delta) from the current position (the module docstring's formulas).
+) -> AMAdaptation:
+    """One Robbins–Monro update of (mu, L, delta) from the position ``x`` after a step (the
+    module docstring's formulas).
 
     Parameters
     ----------
-    state : AMState
-        The state after the step.
+    state : AMAdaptation
+        The adaptation before the update.
+    x : array
+        The position after the step.
     accepted_prob : float
         The step's acceptance probability.
     t : int
@@ -81,7 +77,6 @@ def am_update(
     target_accept : float
         The acceptance probability aimed at.
     """
-    x = state.kernel.position
     mean = state.mean + mean_rate * (x - state.mean)
     z = solve_triangular(state.chol, x - mean, lower=True)
     rho = chol_rate / (1.0 + t / chol_decay)
@@ -89,25 +84,29 @@ def am_update(
     ok = jnp.all(jnp.isfinite(chol)) & (jnp.min(jnp.diag(chol)) >= 1e-3)
     chol = jnp.where(ok, chol, state.chol)
     scale = state.scale * (1.0 + scale_rate * (accepted_prob - target_accept) / target_accept)
-    return AMState(state.kernel, mean, chol, scale)
+    return AMAdaptation(mean, chol, scale)
 
 
-def build_kernel(target_accept: float = 0.25):
-    """``kernel(key, state, logdensity_fn, t) -> (AMState, RWMInfo)``: an RWM step with covariance
-    ``delta L L^T`` followed by :func:`am_update`.
+def rule(initial_scale, target_accept: float = 0.25) -> Rule:
+    """The warm-up rule of RWM's ``step_size`` (``sqrt(delta)``) and ``chol`` (``L``): after
+    each step, :func:`am_update`; kept after warm-up with ``scale`` and ``mean``.
 
     Parameters
     ----------
+    initial_scale : float
+        delta_0.
     target_accept : float
         The acceptance probability the scale delta aims at.
     """
-    step = rwm.build_kernel()
 
-    def kernel(rng_key, state: AMState, logdensity_fn, t):
-        new_kernel, info = step(rng_key, state.kernel, logdensity_fn, jnp.sqrt(state.scale), state.chol)
-        new = am_update(
-            state._replace(kernel=new_kernel), jnp.nan_to_num(info.acceptance_rate), t, target_accept=target_accept
-        )
-        return new, info
+    def kernel_params(state: AMAdaptation) -> dict:
+        return {"step_size": jnp.sqrt(state.scale), "chol": state.chol}
 
-    return kernel
+    return Rule(
+        init=lambda kernel_state: init(kernel_state.position, initial_scale),
+        update=lambda state, kernel_state, info, t: am_update(
+            state, kernel_state.position, jnp.nan_to_num(info.acceptance_rate), t, target_accept=target_accept
+        ),
+        current=kernel_params,
+        final=lambda state: {**kernel_params(state), "scale": state.scale, "mean": state.mean},
+    )

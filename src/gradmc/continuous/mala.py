@@ -5,7 +5,8 @@ Textbook eq. (5.7)-(5.8) with a constant preconditioner M = L L^T:
 N(x + gamma M g(x), 2 gamma M) (the chapter prints the covariance as sqrt(2 gamma) I; it is
 2 gamma I). MALA accepts with the Metropolis–Hastings ratio of that asymmetric proposal;
 ULA keeps every finite proposal, so its stationary law is biased (on N(mu, s^2) its
-variance is 2 s^4 / (2 s^2 - gamma)).
+variance is 2 s^4 / (2 s^2 - gamma)). The position may be a pytree (:mod:`gradmc.pytrees`):
+the move is made on its flat vector, with M acting on that vector.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from gradmc.base import SamplingAlgorithm, mh_accept
 from gradmc.checks import check_positive
 from gradmc.continuous.rwm import RWMInfo
 from gradmc.linalg import cholesky_factor
+from gradmc.pytrees import flat_view, ravel
 
 __all__ = ["MALAState", "MALAInfo", "init", "build_kernel", "as_top_level_api"]
 
@@ -43,7 +45,7 @@ def init(position, logdensity_fn: Callable) -> MALAState:
 
     Parameters
     ----------
-    position : array
+    position : array or pytree
         The starting point.
     logdensity_fn : callable
         The unnormalised log density (differentiable).
@@ -67,11 +69,12 @@ def build_kernel(metropolis: bool = True):
 
     def kernel(rng_key, state: MALAState, logdensity_fn, step_size, chol=None):
         key_prop, key_mh = jax.random.split(rng_key)
-        x, g = state.position, state.logdensity_grad
+        x, flat_logdensity_fn, unravel = flat_view(state.position, logdensity_fn)
+        g = ravel(state.logdensity_grad)
         eps = jax.random.normal(key_prop, x.shape, x.dtype)
         noise = eps if chol is None else chol @ eps
         y = x + step_size * precondition(g, chol) + jnp.sqrt(2.0 * step_size) * noise
-        logdensity_y, grad_y = jax.value_and_grad(logdensity_fn)(y)
+        logdensity_y, grad_y = jax.value_and_grad(flat_logdensity_fn)(y)
         finite = jnp.isfinite(logdensity_y) & jnp.all(jnp.isfinite(grad_y))
         if metropolis:
             backward = x - y - step_size * precondition(grad_y, chol)
@@ -81,7 +84,7 @@ def build_kernel(metropolis: bool = True):
             accept, prob, nonfinite = mh_accept(key_mh, log_ratio)
         else:
             accept, prob, nonfinite = finite, jnp.ones(()), ~finite
-        new_state = jax.lax.cond(accept, lambda: MALAState(y, logdensity_y, grad_y), lambda: state)
+        new_state = jax.lax.cond(accept, lambda: MALAState(unravel(y), logdensity_y, unravel(grad_y)), lambda: state)
         return new_state, MALAInfo(prob, accept, nonfinite)
 
     return kernel

@@ -3,7 +3,8 @@
 Proposal ``y = x + h L eps``, ``eps ~ N(0, I)``, ``L L^T = cov`` (identity when no
 covariance is given); accepted with probability min(1, pi(y)/pi(x)) (Metropolis et al.
 1953, the acceptance ratio of a symmetric proposal). Non-finite log densities at ``y`` are
-rejected and flagged.
+rejected and flagged. The position may be a pytree (:mod:`gradmc.pytrees`): the move is
+made on its flat vector.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from blackjax.base import build_sampling_algorithm
 
 from gradmc.base import SamplingAlgorithm, mh_accept
 from gradmc.linalg import cholesky_factor
+from gradmc.pytrees import flat_view
 
 __all__ = ["RWMState", "RWMInfo", "init", "build_kernel", "as_top_level_api"]
 
@@ -40,7 +42,7 @@ def init(position, logdensity_fn: Callable) -> RWMState:
 
     Parameters
     ----------
-    position : array
+    position : array or pytree
         The starting point.
     logdensity_fn : callable
         The unnormalised log density.
@@ -53,12 +55,13 @@ def build_kernel():
 
     def kernel(rng_key, state: RWMState, logdensity_fn, step_size, chol=None):
         key_prop, key_mh = jax.random.split(rng_key)
-        eps = jax.random.normal(key_prop, state.position.shape, state.position.dtype)
+        x, flat_logdensity_fn, unravel = flat_view(state.position, logdensity_fn)
+        eps = jax.random.normal(key_prop, x.shape, x.dtype)
         move = eps if chol is None else chol @ eps
-        proposal = state.position + step_size * move
-        new_logdensity = logdensity_fn(proposal)
+        proposal = x + step_size * move
+        new_logdensity = flat_logdensity_fn(proposal)
         accept, prob, nonfinite = mh_accept(key_mh, new_logdensity - state.logdensity)
-        new_state = jax.lax.cond(accept, lambda: RWMState(proposal, new_logdensity), lambda: state)
+        new_state = jax.lax.cond(accept, lambda: RWMState(unravel(proposal), new_logdensity), lambda: state)
         return new_state, RWMInfo(prob, accept, nonfinite)
 
     return kernel

@@ -31,7 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.adapt.step_size import robbins_monro, rule_by_name, step_size_sampler, window_adapted_sampler
+from gradmc.adapt.step_size import robbins_monro, rule_by_name
+from gradmc.adapt.warmup import Rule, bind, step_size_sampler, window_rule
 from gradmc.base import BoundSampler, Target, mh_stats, reject_nonfinite, step_stats
 from gradmc.checks import check_positive, check_probability
 from gradmc.continuous import (
@@ -49,7 +50,7 @@ from gradmc.continuous import (
 )
 from gradmc.continuous.tempering import gaussian_reference, resolve_ladder
 from gradmc.linalg import cholesky_factor
-from gradmc.registry import register_sampler
+from gradmc.registry import Fix, Tuned, register_sampler
 
 __all__ = [
     "build_rwm",
@@ -68,6 +69,14 @@ __all__ = [
 ]
 
 
+#: What most samplers' warm-up tunes: the step size, towards ``target_accept`` unless ``adapt=None``.
+STEP_SIZE = Tuned("step_size")
+#: The same for samplers whose warm-up always adapts (no ``adapt`` option).
+ALWAYS_STEP_SIZE = Tuned("step_size", switch=None)
+#: HMC's and NUTS's other cure for divergences.
+DENSE_MASS = Fix("dense_mass", True, "for correlated coordinates")
+
+
 def _cholesky(matrix, what: str, dim: int):
     """The Cholesky factor of ``matrix`` (``None`` when not given)."""
     return None if matrix is None else cholesky_factor(matrix, what, dim)
@@ -75,22 +84,20 @@ def _cholesky(matrix, what: str, dim: int):
 
 def _plain_sampler(name: str, init: Callable, one_step: Callable, params: dict, position: Callable) -> BoundSampler:
     """A sampler whose warm-up steps are its kernel steps: ``one_step(key, state) -> (state, StepStats)``."""
-    return BoundSampler(
+    return bind(
         name,
-        init=init,
-        warmup_step=lambda key, state, t: one_step(key, state),
-        finalize=lambda state: (state, params),
-        step=lambda key, state, params: one_step(key, state),
+        init,
+        lambda key, state, **_: one_step(key, state),
+        params,
+        lambda state, stats, params: stats,
         position=position,
-        adapts_in_warmup=False,
     )
 
 
-# -- random walk and Langevin -------------------------------------------------------------
-
-
 @register_sampler(
-    "rwm", "random-walk Metropolis, isotropic or full-covariance Gaussian proposal; step size adapted in warm-up"
+    "rwm",
+    "random-walk Metropolis, isotropic or full-covariance Gaussian proposal; step size adapted in warm-up",
+    tuned=(STEP_SIZE,),
 )
 def build_rwm(
     target: Target, num_warmup: int, step_size=None, preconditioner=None, target_accept=0.25, adapt="dual_averaging"
@@ -121,7 +128,9 @@ def build_rwm(
 
 
 @register_sampler(
-    "mala", "Metropolis-adjusted Langevin, optional constant preconditioner; step size adapted in warm-up"
+    "mala",
+    "Metropolis-adjusted Langevin, optional constant preconditioner; step size adapted in warm-up",
+    tuned=(STEP_SIZE,),
 )
 def build_mala(
     target: Target, num_warmup: int, step_size=None, preconditioner=None, target_accept=0.574, adapt="dual_averaging"
@@ -211,21 +220,33 @@ def _window_sampler(
     **kernel_params,
 ) -> BoundSampler:
     """BlackJAX's ``kind`` kernel on ``logdensity_fn`` (non-finite values rejected) with Stan's window adaptation."""
-    return window_adapted_sampler(
+    logdensity = reject_nonfinite(logdensity_fn)
+    return bind(
         name,
-        hmc.init,
-        hmc.build_kernel(kind),
-        reject_nonfinite(logdensity_fn),
-        num_warmup,
-        dense_mass=dense_mass,
-        target_accept=target_accept,
-        initial_step_size=initial_step_size,
-        stats_fn=hmc.stats,
-        **kernel_params,
+        lambda key, position: hmc.init(position, logdensity),
+        _hmc_step(kind, logdensity, **kernel_params),
+        {},
+        lambda state, info, params: hmc.stats(state, info, params["step_size"]),
+        window_rule(num_warmup, dense_mass, target_accept, initial_step_size),
     )
 
 
-@register_sampler("hmc", "Hamiltonian Monte Carlo (BlackJAX), fixed path length; Stan window adaptation in warm-up")
+def _hmc_step(kind: str, logdensity: Callable, **kernel_params) -> Callable:
+    """``step(key, state, step_size, inverse_mass_matrix, **ignored)`` of BlackJAX's ``kind`` kernel."""
+    kernel = hmc.build_kernel(kind)
+
+    def step(key, state, step_size, inverse_mass_matrix, **_):
+        return kernel(key, state, logdensity, step_size, inverse_mass_matrix, **kernel_params)
+
+    return step
+
+
+@register_sampler(
+    "hmc",
+    "Hamiltonian Monte Carlo (BlackJAX), fixed path length; Stan window adaptation in warm-up",
+    tuned=(STEP_SIZE,),
+    fixes=(DENSE_MASS,),
+)
 def build_hmc(
     target: Target,
     num_warmup: int,
@@ -280,7 +301,12 @@ def build_hmc(
     )
 
 
-@register_sampler("nuts", "No-U-Turn sampler (BlackJAX) with Stan window adaptation of step size and mass matrix")
+@register_sampler(
+    "nuts",
+    "No-U-Turn sampler (BlackJAX) with Stan window adaptation of step size and mass matrix",
+    tuned=(ALWAYS_STEP_SIZE,),
+    fixes=(DENSE_MASS,),
+)
 def build_nuts(
     target: Target, num_warmup: int, step_size=1.0, target_accept=0.8, dense_mass=False, max_num_doublings=10
 ):
@@ -315,7 +341,9 @@ def build_nuts(
 
 
 @register_sampler(
-    "ct-hmc", "continuously tempered HMC (Graham & Storkey 2017): inverse temperature as a state, Gaussian base"
+    "ct-hmc",
+    "continuously tempered HMC (Graham & Storkey 2017): inverse temperature as a state, Gaussian base",
+    tuned=(ALWAYS_STEP_SIZE,),
 )
 def build_ct_hmc(
     target: Target,
@@ -353,32 +381,33 @@ def build_ct_hmc(
         raise ValueError(f"kernel must be 'hmc' or 'nuts', got {kernel!r}")
     tempering = ct_hmc.continuous_tempering(target.logdensity_fn, base, target.space.event_shape, num_is_samples)
     length = {"num_integration_steps": int(num_integration_steps)} if kernel == "hmc" else {}
-    inner = _window_sampler("ct-hmc", kernel, tempering.joint, num_warmup, False, target_accept, 1.0, **length)
+    logdensity = reject_nonfinite(tempering.joint)
+    window = window_rule(num_warmup, False, target_accept, 1.0)
+    log_z = jnp.asarray(tempering.log_z, jnp.float32)
 
-    def with_weight(state, stats):
-        extra = dict(stats.extra, **tempering.weights(inner.position(state)))
-        return state, stats._replace(extra=extra)
+    def stats(state, info, params):
+        base_stats = hmc.stats(state, info, params["step_size"])
+        return base_stats._replace(extra=dict(base_stats.extra, **tempering.weights(state.position)))
 
-    def finalize(state):
-        kernel_state, params = inner.finalize(state)
-        return kernel_state, dict(params, log_z_estimate=jnp.asarray(tempering.log_z, jnp.float32))
-
-    return BoundSampler(
+    return bind(
         "ct-hmc",
-        init=lambda key, position: inner.init(key, tempering.augment(position)),
-        warmup_step=lambda key, state, t: with_weight(*inner.warmup_step(key, state, t)),
-        finalize=finalize,
-        step=lambda key, state, params: with_weight(
-            *inner.step(key, state, {k: v for k, v in params.items() if k != "log_z_estimate"})
-        ),
-        position=lambda state: tempering.split(inner.position(state))[0],
+        lambda key, position: hmc.init(tempering.augment(position), logdensity),
+        _hmc_step(kernel, logdensity, **length),
+        {},
+        stats,
+        window._replace(final=lambda state: {**window.final(state), "log_z_estimate": log_z}),
+        position=lambda state: tempering.split(state.position)[0],
     )
 
 
 # -- adaptive Metropolis ------------------------------------------------------------------
 
 
-@register_sampler("am", "adaptive Metropolis (Cholesky Robbins-Monro, Titsias & Dellaportas' code); RWM after warm-up")
+@register_sampler(
+    "am",
+    "adaptive Metropolis (Cholesky Robbins-Monro, Titsias & Dellaportas' code); RWM after warm-up",
+    tuned=(Tuned("scale", switch=None),),
+)
 def build_am(target: Target, num_warmup: int, initial_scale=None, target_accept=0.25):
     """Adaptive Metropolis (:mod:`gradmc.continuous.am`); the kept chain is RWM with covariance delta L L^T.
 
@@ -396,29 +425,15 @@ def build_am(target: Target, num_warmup: int, initial_scale=None, target_accept=
     scale0 = 0.1 / jnp.sqrt(target.dim) if initial_scale is None else initial_scale
     check_positive("initial_scale", scale0)
     check_probability("target_accept", target_accept)
-    adaptive, frozen = am.build_kernel(target_accept), rwm.build_kernel()
-    logdensity_fn = target.logdensity_fn
+    kernel, logdensity_fn = rwm.build_kernel(), target.logdensity_fn
     rwm_stats = mh_stats(0)
-
-    def stats(state, info, scale):
-        return rwm_stats(state, info, jnp.sqrt(scale))
-
-    def warmup_step(key, state: am.AMState, t):
-        new, info = adaptive(key, state, logdensity_fn, t)
-        return new, stats(new.kernel, info, state.scale)
-
-    def finalize(state: am.AMState):
-        return state.kernel, {"chol": state.chol, "scale": state.scale, "mean": state.mean}
-
-    def step(key, state, params):
-        new, info = frozen(key, state, logdensity_fn, jnp.sqrt(params["scale"]), params["chol"])
-        return new, stats(new, info, params["scale"])
-
-    def position(state):
-        return state.kernel.position if isinstance(state, am.AMState) else state.position
-
-    return BoundSampler(
-        "am", lambda key, position: am.init(position, logdensity_fn, scale0), warmup_step, finalize, step, position
+    return bind(
+        "am",
+        lambda key, position: rwm.init(position, logdensity_fn),
+        lambda key, state, step_size, chol, **_: kernel(key, state, logdensity_fn, step_size, chol),
+        {},
+        lambda state, info, params: rwm_stats(state, info, params["step_size"]),
+        am.rule(scale0, target_accept),
     )
 
 
@@ -504,7 +519,7 @@ def gad_sampler(
 
 
 def _register_gad(method: str, name: str, description: str) -> None:
-    @register_sampler(name, description)
+    @register_sampler(name, description, tuned=(ALWAYS_STEP_SIZE,))
     def build(
         target: Target,
         num_warmup: int,
@@ -635,7 +650,9 @@ def _tempering(
 
 
 @register_sampler(
-    "parallel-tempering", "parallel tempering: vmapped replicas on a temperature ladder, even-odd neighbour swaps"
+    "parallel-tempering",
+    "parallel tempering: vmapped replicas on a temperature ladder, even-odd neighbour swaps",
+    tuned=(Tuned("step_sizes"),),
 )
 def build_parallel_tempering(
     target: Target,
@@ -701,43 +718,39 @@ def build_parallel_tempering(
     rule = robbins_monro(target_accept)
     logdensity_fn = target.logdensity_fn
 
-    def one_step(key, state):
-        new, info = kernel(key, state, logdensity_fn, ladder)
-        stats = step_stats(
+    def stats(new, info, params):
+        return step_stats(
             new.replicas.loglik[0],
             info.acceptance_rate[0],
             info.is_accepted[0],
-            state.step_sizes[0],
+            params["step_sizes"][0],
             evals * k,
             nonfinite=jnp.any(info.nonfinite),
             extra={"swap_rate": info.swap_rate, "mean_local_accept": jnp.mean(info.acceptance_rate)},
         )
-        return new, stats, info.acceptance_rate
 
-    def warmup_step(key, state, t):
-        del t
-        new, stats, prob = one_step(key, state)
-        if adapt:
-            new = new._replace(step_sizes=rule.update(state.step_sizes, prob))
-        return new, stats
-
-    def step(key, state, params):
-        new, stats, _ = one_step(key, state._replace(step_sizes=params["step_sizes"]))
-        return new, stats
-
-    return BoundSampler(
+    step_sizes = Rule(  # one Robbins–Monro rule per replica
+        init=lambda state: state.step_sizes,
+        update=lambda sizes, state, info, t: rule.update(sizes, info.acceptance_rate) if adapt else sizes,
+        current=lambda sizes: {"step_sizes": sizes},
+        final=lambda sizes: {"step_sizes": sizes, "betas": ladder},
+    )
+    return bind(
         "parallel-tempering",
-        init=lambda key, position: parallel_tempering.init(position, logdensity_fn, ladder, step0),
-        warmup_step=warmup_step,
-        finalize=lambda state: (state, {"step_sizes": state.step_sizes, "betas": ladder}),
-        step=step,
-        position=lambda state: state.replicas.position[0],
+        lambda key, position: parallel_tempering.init(position, logdensity_fn, ladder, step0),
+        lambda key, state, step_sizes, **_: kernel(key, state._replace(step_sizes=step_sizes), logdensity_fn, ladder),
+        {},
+        stats,
+        step_sizes,
         adapts_in_warmup=bool(adapt),
+        position=lambda state: state.replicas.position[0],
     )
 
 
 @register_sampler(
-    "simulated-tempering", "simulated tempering: temperature index as a state, Wang-Landau pseudo-prior in warm-up"
+    "simulated-tempering",
+    "simulated tempering: temperature index as a state, Wang-Landau pseudo-prior in warm-up",
+    tuned=(STEP_SIZE,),
 )
 def build_simulated_tempering(
     target: Target,
@@ -801,10 +814,9 @@ def build_simulated_tempering(
     rule = robbins_monro(target_accept)
     logdensity_fn = target.logdensity_fn
 
-    def one_step(key, state):
-        new, info = kernel(key, state, logdensity_fn, ladder)
+    def stats(new, info, params):
         log_weight = simulated_tempering.log_weight(ladder, new.point.loglik, new.log_pseudo_prior)
-        stats = step_stats(
+        return step_stats(
             new.point.loglik,
             info.acceptance_rate,
             info.is_accepted,
@@ -813,32 +825,34 @@ def build_simulated_tempering(
             nonfinite=info.nonfinite,
             extra={"temperature_index": new.index, "beta": ladder[new.index], "log_weight": log_weight},
         )
-        return new, stats, info.acceptance_rate
 
-    def warmup_step(key, state, t):
-        new, stats, prob = one_step(key, state)
-        if adapt:
-            c = simulated_tempering.wang_landau_update(new.log_pseudo_prior, new.index, t, wang_landau_rate)
-            new = new._replace(log_pseudo_prior=c, step_size=rule.update(new.step_size, prob))
-        return new, stats
+    def update(tuned, state, info, t):  # the Wang-Landau pseudo-prior and the Robbins–Monro step size
+        if not adapt:
+            return tuned
+        log_pseudo_prior, step_size = tuned
+        c = simulated_tempering.wang_landau_update(log_pseudo_prior, state.index, t, wang_landau_rate)
+        return c, rule.update(step_size, info.acceptance_rate)
 
-    def finalize(state):
-        return state, {"log_pseudo_prior": state.log_pseudo_prior, "step_size": state.step_size, "betas": ladder}
+    pseudo_prior_and_step = Rule(
+        init=lambda state: (state.log_pseudo_prior, state.step_size),
+        update=update,
+        current=lambda tuned: {"log_pseudo_prior": tuned[0], "step_size": tuned[1]},
+        final=lambda tuned: {"log_pseudo_prior": tuned[0], "step_size": tuned[1], "betas": ladder},
+    )
 
-    def step(key, state, params):
-        new, stats, _ = one_step(
-            key, state._replace(log_pseudo_prior=params["log_pseudo_prior"], step_size=params["step_size"])
-        )
-        return new, stats
+    def tempered_step(key, state, log_pseudo_prior, step_size, **_):
+        current = state._replace(log_pseudo_prior=log_pseudo_prior, step_size=step_size)
+        return kernel(key, current, logdensity_fn, ladder)
 
-    return BoundSampler(
+    return bind(
         "simulated-tempering",
-        init=lambda key, position: simulated_tempering.init(position, logdensity_fn, k, step0),
-        warmup_step=warmup_step,
-        finalize=finalize,
-        step=step,
-        position=lambda state: state.point.position,
+        lambda key, position: simulated_tempering.init(position, logdensity_fn, k, step0),
+        tempered_step,
+        {},
+        stats,
+        pseudo_prior_and_step,
         adapts_in_warmup=bool(adapt),
+        position=lambda state: state.point.position,
     )
 
 

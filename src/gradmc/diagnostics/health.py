@@ -15,11 +15,15 @@ and returns one line per problem, naming the coordinates or chains concerned and
   acceptance rate at most :data:`STUCK_ACCEPTANCE`);
 * divergent transitions and proposals with a non-finite log density or gradient in the
   kept draws;
-* warm-up adaptation that failed (the adapted step size is not a positive finite number or
-  moved more than :data:`MAX_ADAPTED_RATIO`-fold from its start, or the warm-up acceptance
-  rate stayed within :data:`STUCK_ACCEPTANCE` of 0 or 1);
-* a kept acceptance rate more than :data:`ACCEPTANCE_TOLERANCE` away from the sampler's
-  ``target_accept``.
+* warm-up adaptation that failed (a tuned value is not a positive finite number or moved
+  more than :data:`MAX_ADAPTED_RATIO`-fold from its start, or the warm-up acceptance rate
+  stayed within :data:`STUCK_ACCEPTANCE` of 0 or 1);
+* a kept acceptance rate more than :data:`ACCEPTANCE_TOLERANCE` away from the one the
+  warm-up aimed at.
+
+What a sampler tunes, the acceptance it aims at and its other cures for divergences are
+read from its registry entry (:class:`gradmc.registry.Tuned`, :class:`gradmc.registry.Fix`),
+never guessed from parameter names.
 
 The checks read the kept draws once, a block of coordinates at a time (float64 blocks of at
 most :data:`BLOCK_ELEMENTS` elements, so their memory is bounded whatever the run's size).
@@ -34,7 +38,6 @@ no ESS.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import warnings
 from collections.abc import Callable, Sequence
@@ -43,7 +46,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from gradmc.base import RunWarning
 from gradmc.diagnostics._common import arviz
+from gradmc.registry import Entry, Tuned, samplers
 from gradmc.variables import entry_name
 
 if TYPE_CHECKING:
@@ -89,17 +94,6 @@ MAX_CHECKED_VALUES = 1 << 21
 BLOCK_ELEMENTS = 1 << 22
 #: Coordinates or chains named in one message before "(+k more)".
 _SHOWN = 3
-#: Parameters adapted in warm-up, by the names samplers give them in ``trace.params`` (the
-#: first one a trace has is checked): step sizes, GWG's number of flips, MH-uniform's and
-#: lattice Metropolis's move size, (P)DHAMS's δ.
-_ADAPTED = ("step_size", "step_sizes", "num_flips", "scale", "move_scale", "radius", "delta")
-
-
-class RunWarning(UserWarning):
-    """A problem found in a finished run (unconverged chains, few effective draws,
-    divergences, stuck chains, failed adaptation); the message names the coordinates or
-    chains and suggests a fix. Silence with ``warnings.simplefilter("ignore", gradmc.RunWarning)``.
-    """
 
 
 # -- formatting -------------------------------------------------------------------------------
@@ -206,34 +200,45 @@ def _chains(trace: Trace, chains) -> str:
 # -- the sampler's options --------------------------------------------------------------------
 
 
-def _options(trace: Trace, build: Callable | None) -> dict:
-    """The sampler's options in force: its builder's defaults updated by the options given."""
-    if build is None:
-        from gradmc.registry import samplers
+class _Judged(NamedTuple):
+    """What the checks know of the run's sampler: its options in force (defaults updated by
+    the options given) and its entry's declarations.
+    """
 
-        build = next((e.constructor for e in samplers() if e.name == trace.sampler), None)
-    defaults = {}
-    if build is not None:
-        params = list(inspect.signature(build).parameters.values())[2:]
-        defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
-    return {**defaults, **trace.options}
+    options: dict
+    tuned: tuple[Tuned, ...]
+    fixes: tuple
 
+    @classmethod
+    def of(cls, trace: Trace, entry: Entry | None) -> _Judged:
+        if entry is None:
+            entry = next((e for e in samplers() if e.name == trace.sampler), None)
+        if entry is None:
+            return cls(dict(trace.options), (), ())
+        return cls({**entry.defaults(), **trace.options}, entry.tuned, entry.fixes)
 
-def _smaller_steps(options: dict) -> str:
-    """How to take smaller steps with this sampler's options."""
-    if "target_accept" in options:
-        accept = options["target_accept"]
-        now = f" (now {accept})" if isinstance(accept, int | float) else ""
-        return f"a higher target_accept{now}, e.g. 0.95"
-    return "a smaller step_size" if "step_size" in options else "smaller steps"
+    def adapting(self) -> list[Tuned]:
+        """The tuned settings whose adaptation is on."""
+        return [t for t in self.tuned if t.active(self.options)]
 
+    def aim(self, tuned: Tuned):
+        """The acceptance rate ``tuned`` aims at (None when it aims at none)."""
+        return None if tuned.aims_at is None else self.options.get(tuned.aims_at)
 
-def _fixes(options: dict) -> str:
-    """Remedies for divergences among the sampler's options."""
-    fixes = ["more warm-up (num_warmup)", _smaller_steps(options)]
-    if "dense_mass" in options and not options.get("dense_mass"):
-        fixes.append("dense_mass=True for correlated coordinates")
-    return "try " + ", ".join(fixes) + ", or a reparameterised target"
+    def smaller_steps(self) -> str:
+        """How to take smaller steps with this sampler's options."""
+        option = next((t.aims_at for t in self.tuned if t.aims_at), None)
+        if option is not None:
+            accept = self.options.get(option)
+            now = f" (now {accept})" if isinstance(accept, int | float) else ""
+            return f"a higher {option}{now}, e.g. 0.95"
+        return "a smaller step_size" if "step_size" in self.options else "smaller steps"
+
+    def divergence_fixes(self) -> str:
+        """Remedies for divergences among the sampler's options."""
+        fixes = ["more warm-up (num_warmup)", self.smaller_steps()]
+        fixes += [f"{f.option}={f.value} {f.why}" for f in self.fixes if self.options.get(f.option) != f.value]
+        return "try " + ", ".join(fixes) + ", or a reparameterised target"
 
 
 # -- reading the draws ------------------------------------------------------------------------
@@ -468,16 +473,16 @@ def _stuck(trace: Trace, frozen: np.ndarray | None) -> tuple[list[str], np.ndarr
     ], stuck
 
 
-def _transitions(trace: Trace, options: dict) -> list[str]:
+def _transitions(trace: Trace, judged: _Judged) -> list[str]:
     """Divergent transitions and non-finite proposals in the kept draws."""
     found = []
     for name, what, fix in (
-        ("diverging", "divergent transitions", _fixes(options)),
+        ("diverging", "divergent transitions", judged.divergence_fixes()),
         (
             "nonfinite",
             "proposals with a non-finite log density or gradient (rejected)",
             "the log density or its gradient is NaN or +inf somewhere the chains propose; return -inf outside "
-            f"the support, or try {_smaller_steps(options)}",
+            f"the support, or try {judged.smaller_steps()}",
         ),
     ):
         if name not in trace.stats:
@@ -491,17 +496,13 @@ def _transitions(trace: Trace, options: dict) -> list[str]:
     return found
 
 
-def _adapted(trace: Trace) -> tuple[str, np.ndarray] | None:
-    """The parameter adapted in warm-up and its per-chain values ``(chain, ...)``."""
-    if not isinstance(trace.params, dict):
+def _adapted(trace: Trace, tuned: Tuned) -> np.ndarray | None:
+    """The per-chain values ``(chain, ...)`` of the tuned setting, None when the run has none."""
+    if not isinstance(trace.params, dict) or tuned.param not in trace.params:
         return None
-    name = next((p for p in _ADAPTED if p in trace.params), None)
-    if name is None:
-        return None
-    value = np.asarray(trace.params[name], np.float64)
+    value = np.asarray(trace.params[tuned.param], np.float64)
     c = trace.stats["acceptance_rate"].shape[0]
-    value = value.reshape(c, -1) if value.ndim and value.shape[0] == c else np.broadcast_to(value, (c, 1))
-    return name, value
+    return value.reshape(c, -1) if value.ndim and value.shape[0] == c else np.broadcast_to(value, (c, 1))
 
 
 def _held_at_bound(trace: Trace, c: int) -> np.ndarray:
@@ -517,16 +518,26 @@ def _held_at_bound(trace: Trace, c: int) -> np.ndarray:
     return held & (tuned[:, 0] != tuned[:, -1])
 
 
-def _adaptation(trace: Trace, options: dict) -> tuple[list[str], np.ndarray]:
+def _adaptation(trace: Trace, judged: _Judged) -> tuple[list[str], np.ndarray]:
     """Warm-up adaptation that failed, and the mask of its chains."""
     c = trace.stats["acceptance_rate"].shape[0]
+    lines, failed = [], np.zeros(c, bool)
+    for tuned in judged.adapting():
+        found, chains = _tuned_adaptation(trace, tuned, judged.aim(tuned))
+        lines += found
+        failed |= chains
+    return lines, failed
+
+
+def _tuned_adaptation(trace: Trace, tuned: Tuned, aim) -> tuple[list[str], np.ndarray]:
+    """The failed adaptation of one tuned setting, and the mask of its chains."""
+    c = trace.stats["acceptance_rate"].shape[0]
     none = np.zeros(c, bool)
-    adapts = "target_accept" in options and options.get("adapt", True) not in (None, False)
     warm = trace.warmup_stats.get("acceptance_rate")
-    adapted = _adapted(trace)
-    if not adapts or warm is None or np.size(warm) == 0 or adapted is None:
+    value = _adapted(trace, tuned)
+    if warm is None or np.size(warm) == 0 or value is None:
         return [], none
-    name, value = adapted
+    name = tuned.param
     warm = np.asarray(warm, np.float64).reshape(c, -1)
     late = warm[:, warm.shape[1] // 2 :]
     nonfinite = np.asarray(trace.warmup_stats.get("nonfinite", np.zeros_like(warm, bool)), bool).reshape(c, -1)
@@ -538,12 +549,11 @@ def _adaptation(trace: Trace, options: dict) -> tuple[list[str], np.ndarray]:
     start = np.asarray(trace.warmup_stats.get("step_size", np.full_like(warm, np.nan)), np.float64).reshape(c, -1)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         ratio = np.abs(np.log10(value[:, 0] / start[:, 0]))
-    runaway = (ratio > np.log10(MAX_ADAPTED_RATIO)) & (name == "step_size")
+    runaway = ratio > np.log10(MAX_ADAPTED_RATIO)
     invalid |= runaway
     high, low = late_finite >= 1 - STUCK_ACCEPTANCE, late <= STUCK_ACCEPTANCE
     late = np.where(high, late_finite, late)
     failed = invalid | high | low
-    aim = options.get("target_accept")
     if isinstance(aim, int | float):  # a value held at its bound, accepting more than the target there,
         # on a target that is not flat (its log density varied along the chain): the proposal at the
         # bound is simply that good (AVG's ε at its cap on independent coordinates, where it is exact)
@@ -571,13 +581,17 @@ def _adaptation(trace: Trace, options: dict) -> tuple[list[str], np.ndarray]:
     ], failed
 
 
-def _acceptance(trace: Trace, options: dict, skip: np.ndarray) -> list[str]:
-    """A kept acceptance rate far from ``target_accept`` (chains in ``skip`` already reported)."""
-    aim = options.get("target_accept")
-    adapts = options.get("adapt", True) not in (None, False) and bool(trace.warmup_stats)
+def _acceptance(trace: Trace, judged: _Judged, skip: np.ndarray) -> list[str]:
+    """A kept acceptance rate far from the one the warm-up aimed at (chains in ``skip``
+    already reported).
+    """
+    tuned = next((t for t in judged.adapting() if isinstance(judged.aim(t), int | float)), None)
+    if tuned is None or not trace.warmup_stats:
+        return []
+    aim, name = judged.aim(tuned), tuned.param
     accept = np.asarray(trace.stats["acceptance_rate"], np.float64)
     accept = accept.reshape(accept.shape[0], -1)
-    if not isinstance(aim, int | float) or not adapts or accept.shape[1] < MIN_DRAWS_FOR_ACCEPTANCE:
+    if accept.shape[1] < MIN_DRAWS_FOR_ACCEPTANCE:
         return []
     rate = np.nanmean(accept, axis=1)
     far = np.abs(rate - aim) > ACCEPTANCE_TOLERANCE
@@ -588,16 +602,14 @@ def _acceptance(trace: Trace, options: dict, skip: np.ndarray) -> list[str]:
     if not chains.size:
         return []
     rates = ", ".join(f"{rate[i]:.2f}" for i in chains[:_SHOWN])
-    adapted = _adapted(trace)
-    name = adapted[0] if adapted else "step size"
     return [
         f"acceptance rate {rates} in {_chains(trace, chains)} is more than {ACCEPTANCE_TOLERANCE} away from "
-        f"target_accept={aim}: the {name} adapted in warm-up does not suit the kept draws; run more warm-up "
+        f"{tuned.aims_at}={aim}: the {name} adapted in warm-up does not suit the kept draws; run more warm-up "
         f"(num_warmup), or set {name} by hand with adapt=None"
     ]
 
 
-def run_warnings(trace: Trace, build: Callable | None = None) -> list[str]:
+def run_warnings(trace: Trace, entry: Entry | None = None) -> list[str]:
     """The problems of a finished run, one line each (empty for a healthy run).
 
     Each line starts with the sampler's name, names the coordinates or chains concerned
@@ -607,17 +619,18 @@ def run_warnings(trace: Trace, build: Callable | None = None) -> list[str]:
     ----------
     trace : Trace
         The run.
-    build : callable, optional
-        The sampler's builder, whose signature gives the defaults of options such as
-        ``target_accept`` (default: the registered sampler of ``trace.sampler``).
+    entry : gradmc.registry.Entry, optional
+        The sampler's registry entry: its builder's signature gives the defaults of its
+        options, its declarations what the warm-up tuned (default: the registered sampler
+        of ``trace.sampler``).
 
     Returns
     -------
     list of str
         One line per problem.
     """
-    options = _options(trace, build)
-    found, failed = _adaptation(trace, options)
+    judged = _Judged.of(trace, entry)
+    found, failed = _adaptation(trace, judged)
     draws = _kept(trace)
     frozen = None
     if draws is not None:
@@ -628,19 +641,19 @@ def run_warnings(trace: Trace, build: Callable | None = None) -> list[str]:
     else:
         mixing = []
     stuck_lines, stuck = _stuck(trace, frozen)
-    found += stuck_lines + _transitions(trace, options) + mixing + _acceptance(trace, options, failed | stuck)
+    found += stuck_lines + _transitions(trace, judged) + mixing + _acceptance(trace, judged, failed | stuck)
     return [f"{trace.sampler}: {line}" for line in found]
 
 
-def emit_warnings(trace: Trace, build: Callable | None = None, stacklevel: int = 2) -> Trace:
+def emit_warnings(trace: Trace, entry: Entry | None = None, stacklevel: int = 2) -> Trace:
     """Store :func:`run_warnings` in ``trace.warnings`` and raise each as a :class:`RunWarning`.
 
     Parameters
     ----------
     trace : Trace
         The run.
-    build : callable, optional
-        The sampler's builder (see :func:`run_warnings`).
+    entry : gradmc.registry.Entry, optional
+        The sampler's registry entry (see :func:`run_warnings`).
     stacklevel : int
         Passed to :func:`warnings.warn`, so the warnings point at the caller's line.
 
@@ -649,7 +662,7 @@ def emit_warnings(trace: Trace, build: Callable | None = None, stacklevel: int =
     Trace
         ``trace`` itself, with ``warnings`` filled in.
     """
-    trace.warnings = run_warnings(trace, build)
+    trace.warnings = run_warnings(trace, entry)
     for line in trace.warnings:
         warnings.warn(line, RunWarning, stacklevel=stacklevel + 1)
     return trace

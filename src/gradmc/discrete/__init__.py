@@ -1,3 +1,4 @@
-"""Discrete samplers: pure kernel modules, their shared base (:mod:`~gradmc.discrete.proposals`),
-the HAMS second-order model and the registered builders (:mod:`~gradmc.discrete.samplers`).
+"""Discrete samplers: pure kernel modules, their shared base (:mod:`~gradmc.discrete.proposals`)
+and the registered builders (:mod:`~gradmc.discrete.samplers`). The HAMS second-order model
+they use lives in :mod:`gradmc.curvature`.
 """

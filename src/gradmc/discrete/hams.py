@@ -19,15 +19,15 @@ State (s, u, f(s), ∇f(s)) with momentum u ~ N(0, I); the extended target
    state). A NaN/+inf log r (non-finite f or ∇f at s') is a rejection, flagged ``nonfinite``.
 
 Special cases of the one kernel (§7.9, §11), with the preconditioner W, D, L of
-:mod:`gradmc.discrete.second_order`:
+:mod:`gradmc.curvature.second_order`:
 
 * **V-/O-PDHAMS**: W calibrated (:func:`gradmc.tuning.calibration.calibrate_w`),
   D = (δ − λ_min W) I, L Lᵀ = W + D; β = 1 (V) or β < 1 (O);
 * **V-/O-DHAMS**: W = 0, D = δ⁻² I, L = δ⁻¹ I and φ_PDHAMS = φ_DHAMS / δ;
 * **PAVG** (variance form, §6.3): ε = 0, φ = 0, β = 1.
 
-With a sparse W by diagonals (:class:`~gradmc.discrete.second_order.StructuredPreconditioner`,
-§8.7) or by edges (:class:`~gradmc.discrete.second_order.GraphPreconditioner`, §8.10; φ = 0
+With a sparse W by diagonals (:class:`~gradmc.curvature.second_order.StructuredPreconditioner`,
+§8.7) or by edges (:class:`~gradmc.curvature.second_order.GraphPreconditioner`, §8.10; φ = 0
 only) L is d × k (k = K d for K diagonals, E + d for E edges) and the state holds
 v = L u ~ N(0, W + D) instead of u: v_m = −ε v + √(1−ε²) L ζ (ζ ∈ R^k), v' = v_m − (W + D)Δ and
 |u'|² − |m|² = −2 Δᵀ v_m + Δᵀ(W + D)Δ, so L⁻¹ is never needed.
@@ -59,9 +59,7 @@ from blackjax.base import build_sampling_algorithm
 from gradmc import random
 from gradmc.base import SamplingAlgorithm, Target
 from gradmc.checks import is_concrete
-from gradmc.discrete import proposals
-from gradmc.discrete.proposals import DiscreteInfo, factorised_logits, factorised_logprob, factorised_sample
-from gradmc.discrete.second_order import (
+from gradmc.curvature.second_order import (
     SPARSE_MODELS,
     HamsPreconditioner,
     LowRankSymmetric,
@@ -70,6 +68,8 @@ from gradmc.discrete.second_order import (
     structured_l_product,
     structured_shifted_product,
 )
+from gradmc.discrete import proposals
+from gradmc.discrete.proposals import DiscreteInfo, factorised_logits, factorised_logprob, factorised_sample
 from gradmc.spaces import Categorical, DiscreteSpace
 
 __all__ = [
@@ -141,7 +141,7 @@ def check_space(target: Target) -> DiscreteSpace:
 
 
 def check_structured_phi(phi) -> None:
-    """``ValueError`` unless φ = 0 (a number): a sparse model (:data:`~gradmc.discrete.second_order.SPARSE_MODELS`)
+    """``ValueError`` unless φ = 0 (a number): a sparse model (:data:`~gradmc.curvature.second_order.SPARSE_MODELS`)
     has no L⁻¹, which the gradient correction φ L⁻¹ρ of PD eq. 32 needs (§8.7).
 
     Parameters
@@ -330,7 +330,7 @@ def or_sample(key, i, logits, beta):
 
 def init(position, logdensity_fn: Callable, rng_key=None, momentum=None, precond=None) -> HamsState:
     """State at ``position`` with u ~ N(0, I) from ``rng_key`` (or the given ``momentum``);
-    for a sparse ``precond`` (:data:`~gradmc.discrete.second_order.SPARSE_MODELS`) the
+    for a sparse ``precond`` (:data:`~gradmc.curvature.second_order.SPARSE_MODELS`) the
     state holds v = L u ~ N(0, W + D) instead (§8.7).
 
     Parameters
@@ -362,7 +362,7 @@ def init(position, logdensity_fn: Callable, rng_key=None, momentum=None, precond
 def build_kernel(beta: float = 1.0):
     """``kernel(key, state, logdensity_fn, space, precond, epsilon, phi) -> (HamsState, DiscreteInfo)``.
 
-    ε, φ and the :class:`~gradmc.discrete.second_order.HamsPreconditioner` may be traced
+    ε, φ and the :class:`~gradmc.curvature.second_order.HamsPreconditioner` may be traced
     (grid searches vmap over them).
 
     Three d×d products per step — L m, W Δ and L⁻¹(L u') — the fewest for a dense L and W:
@@ -371,7 +371,7 @@ def build_kernel(beta: float = 1.0):
     The product with the stored L⁻¹ beats a triangular solve with a Cholesky L (half the
     flops, but XLA's CPU solve is ~10× slower for 100 chains). Everything else is O(d K).
 
-    With a :class:`~gradmc.discrete.second_order.StructuredPreconditioner` (φ = 0 only,
+    With a :class:`~gradmc.curvature.second_order.StructuredPreconditioner` (φ = 0 only,
     §8.7) the state's momentum is v = L u, and L ζ and (W + D)Δ are shifted elementwise
     products, O(d · len(offsets)); L⁻¹ is never needed.
 

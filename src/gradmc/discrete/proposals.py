@@ -21,8 +21,7 @@ factorised proposal, AVG's auxiliary proposal, statistics and the fixed-kernel s
   an auxiliary draw z (AVG/PAVG, eqs 27–28), whose forward and reverse proposals
   :func:`auxiliary_proposal` gives (eqs 38–40); :func:`matrix_maps` applies PAVG's M
   and its root.
-* :func:`stats` and :func:`fixed_sampler`: the step statistics and the
-  :class:`~gradmc.base.BoundSampler` of a kernel without adaptation.
+* :func:`stats`: the step statistics of a discrete kernel.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ import jax
 import jax.numpy as jnp
 
 from gradmc.adapt.preconditioner import EigenPreconditioner, PAVGPreconditioner
-from gradmc.base import BoundSampler, StepStats, Target, mh_accept, step_stats
+from gradmc.base import StepStats, Target, mh_accept, step_stats
 from gradmc.random import normal, uniform
 from gradmc.spaces import Categorical, DiscreteSpace
 
@@ -58,7 +57,6 @@ __all__ = [
     "auxiliary_step",
     "matrix_maps",
     "stats",
-    "fixed_sampler",
 ]
 
 
@@ -531,39 +529,4 @@ def stats(state, info: DiscreteInfo, step_size=jnp.nan, num_grad_evals=1, extra:
         num_grad_evals,
         nonfinite=info.nonfinite,
         extra={"jump": jnp.asarray(info.jump, jnp.float32), **(extra or {})},
-    )
-
-
-def fixed_sampler(name: str, kernel_init: Callable, kernel: Callable, params: dict, stats_fn: Callable) -> BoundSampler:
-    """The :class:`~gradmc.base.BoundSampler` of a kernel without adaptation: warm-up steps
-    are ordinary steps (``adapts_in_warmup=False``).
-
-    Parameters
-    ----------
-    name : str
-        The sampler's name.
-    kernel_init : callable
-        ``kernel_init(key, position) -> state`` (the key draws, e.g., HAMS's momentum).
-    kernel : callable
-        ``kernel(key, state, **params) -> (state, info)``.
-    params : dict
-        The kernel's parameters; they may hold traced values, so a step-size search can
-        ``vmap`` over them. Constants shared by all chains (a preconditioner) belong in
-        ``kernel``'s closure instead, so their mat-vecs batch across chains.
-    stats_fn : callable
-        ``stats_fn(state, info, params) -> StepStats``.
-    """
-
-    def step(key, state, params):
-        state, info = kernel(key, state, **params)
-        return state, stats_fn(state, info, params)
-
-    return BoundSampler(
-        name,
-        init=kernel_init,
-        warmup_step=lambda key, state, t: step(key, state, params),
-        finalize=lambda state: (state, params),
-        step=step,
-        position=lambda state: state.position,
-        adapts_in_warmup=False,
     )

@@ -6,38 +6,34 @@ builds the pure kernel of its module (:mod:`~gradmc.discrete.ncg`, :mod:`~gradmc
 :mod:`~gradmc.discrete.pavg`, :mod:`~gradmc.discrete.block_gibbs`, :mod:`~gradmc.discrete.gwg`,
 :mod:`~gradmc.discrete.uniform`, :mod:`~gradmc.discrete.gibbs`,
 :mod:`~gradmc.discrete.lattice_metropolis`, :mod:`~gradmc.discrete.hams`) and wraps it in a
-:class:`~gradmc.base.BoundSampler` (:func:`~gradmc.discrete.proposals.fixed_sampler`, or
+:class:`~gradmc.base.BoundSampler` (:func:`~gradmc.adapt.warmup.bind`, or
 PAVG's learning warm-up).
 
-The defaults of the options are written once, in the builders' signatures; :func:`defaults`
-reads them. :data:`KERNELS` names the kernel module of each sampler that also runs outside
-the runner (PCD's chains, plain loops) and the options that set its kernel;
-:func:`kernel_options` completes given options with the defaults, and :func:`algorithm`
-builds the BlackJAX ``SamplingAlgorithm`` of a sampler by name.
+The defaults of the options are written once, in the builders' signatures
+(:func:`gradmc.registry.defaults` reads them). Each registration says what the warm-up tunes
+(:class:`~gradmc.registry.Tuned`) and, for the samplers whose kernel also runs outside the
+runner (PCD's chains, plain loops), the kernel module and the options that set it
+(:func:`gradmc.registry.algorithm` builds its BlackJAX ``SamplingAlgorithm`` by name).
 """
 
 from __future__ import annotations
 
-import inspect
 import warnings
-from collections.abc import Callable
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.adapt import graph_model, low_rank_model, sparse_model
 from gradmc.adapt.learned_model import ModelTuning, explore_then_fit_sampler, pooled_dense_fit
 from gradmc.adapt.preconditioner import DEFAULTS as LEARNING_DEFAULTS
 from gradmc.adapt.preconditioner import learning_sampler, make_preconditioner
-from gradmc.adapt.step_size import bounded, fixed_rule, rule_by_name, step_size_sampler
-from gradmc.base import BoundSampler, SamplingAlgorithm, Target
+from gradmc.adapt.step_size import bounded, fixed_rule, rule_by_name
+from gradmc.adapt.warmup import bind, step_size_sampler
+from gradmc.base import BoundSampler, RunWarning, Target
 from gradmc.checks import check_move_probability, check_positive_param, check_radius, check_symmetric, is_concrete
-from gradmc.diagnostics.health import RunWarning
-from gradmc.discrete import avg, block_gibbs, gibbs, gwg, hams, lattice_metropolis, ncg, pavg, uniform
-from gradmc.discrete.proposals import check_space, fixed_sampler, stats
-from gradmc.discrete.second_order import (
+from gradmc.curvature import graph_model, low_rank_model, sparse_model
+from gradmc.curvature.second_order import (
     EigenModel,
     check_w,
     dhams_preconditioner,
@@ -47,16 +43,14 @@ from gradmc.discrete.second_order import (
     low_rank_pdhams_preconditioner,
     pdhams_preconditioner,
 )
-from gradmc.registry import register_sampler
+from gradmc.discrete import avg, block_gibbs, gibbs, gwg, hams, lattice_metropolis, ncg, ordinal_ncg, pavg, uniform
+from gradmc.discrete.proposals import check_space, stats
+from gradmc.registry import Tuned, register_sampler
 from gradmc.spaces import Categorical, DiscreteSpace
 
 __all__ = [
-    "KernelEntry",
-    "KERNELS",
-    "defaults",
-    "kernel_options",
-    "algorithm",
     "build_ncg",
+    "build_ordinal_ncg",
     "build_avg",
     "build_pavg",
     "build_block_gibbs",
@@ -68,17 +62,10 @@ __all__ = [
     "build_pavg_variance",
 ]
 
-_BUILDERS: dict[str, Callable] = {}
 
-
-def _register(name: str, description: str):
-    """``register_sampler(name, description, kind="discrete")``, keeping the builder for :func:`defaults`."""
-
-    def decorate(build):
-        _BUILDERS[name] = build
-        return register_sampler(name, description, kind="discrete")(build)
-
-    return decorate
+def _register(name: str, description: str, **declarations):
+    """``register_sampler(name, description, kind="discrete", **declarations)``."""
+    return register_sampler(name, description, kind="discrete", **declarations)
 
 
 def _step_size_stats(state, info, params):
@@ -111,9 +98,11 @@ def _warmup_rule(adapt, target_accept, num_warmup):
     return rule if int(num_warmup) > 0 else None
 
 
-def _first_order_sampler(name: str, module: ModuleType, target: Target, num_warmup, step_size, adapt, target_accept):
-    """NCG or AVG: ε adapted in warm-up by ``adapt`` towards ``target_accept`` (ε ≤
-    :data:`MAX_STEP_SIZE`), then frozen.
+def _first_order_sampler(
+    name: str, module: ModuleType, target: Target, num_warmup, step_size, adapt, target_accept, *kernel_args
+):
+    """NCG, AVG or ordinal NCG: ε adapted in warm-up by ``adapt`` towards ``target_accept``
+    (ε ≤ :data:`MAX_STEP_SIZE`), then frozen; ``kernel_args`` follow ε in the kernel's call.
     """
     space = check_space(target, name)
     step_size = check_positive_param(f"{name.upper()} step size ε", step_size)
@@ -123,7 +112,7 @@ def _first_order_sampler(name: str, module: ModuleType, target: Target, num_warm
     return step_size_sampler(
         name,
         module.init,
-        lambda key, state, logdensity_fn, eps: kernel(key, state, logdensity_fn, space, eps),
+        lambda key, state, logdensity_fn, eps: kernel(key, state, logdensity_fn, space, eps, *kernel_args),
         target.logdensity_fn,
         step_size,
         rule,
@@ -131,7 +120,13 @@ def _first_order_sampler(name: str, module: ModuleType, target: Target, num_warm
     )
 
 
-@_register("ncg", "norm-constrained gradient sampler (Rhodes & Gutmann 2022, Alg. B.1); ε adapted in warm-up")
+@_register(
+    "ncg",
+    "norm-constrained gradient sampler (Rhodes & Gutmann 2022, Alg. B.1); ε adapted in warm-up",
+    tuned=(Tuned("step_size"),),
+    kernel=ncg,
+    kernel_options=("step_size",),
+)
 def build_ncg(target: Target, num_warmup: int, step_size=0.5, adapt="dual_averaging", target_accept=TARGET_ACCEPT):
     """NCG (:mod:`gradmc.discrete.ncg`), its step size ε adapted in warm-up.
 
@@ -152,7 +147,46 @@ def build_ncg(target: Target, num_warmup: int, step_size=0.5, adapt="dual_averag
     return _first_order_sampler("ncg", ncg, target, num_warmup, step_size, adapt, target_accept)
 
 
-@_register("avg", "auxiliary-variable gradient sampler (Rhodes & Gutmann 2022, Alg. B.2); ε adapted in warm-up")
+@_register(
+    "ordinal-ncg",
+    "NCG restricted to a window of r values around the current one, for ordered values with many levels "
+    "(counts, wide integer ranges); ε adapted in warm-up",
+    tuned=(Tuned("step_size"),),
+    kernel=ordinal_ncg,
+    kernel_options=("step_size", "radius"),
+)
+def build_ordinal_ncg(
+    target: Target, num_warmup: int, step_size=0.5, radius=2, adapt="dual_averaging", target_accept=TARGET_ACCEPT
+):
+    """Ordinal NCG (:mod:`gradmc.discrete.ordinal_ncg`), its step size ε adapted in warm-up.
+
+    Parameters
+    ----------
+    target : gradmc.base.Target
+        A target on an ordered discrete space (Binary, Spin, Ordinal).
+    num_warmup : int
+        Warm-up steps: ε follows ``adapt`` during them and is frozen after.
+    step_size : float
+        ε > 0: the first value of the warm-up, or the value used throughout with ``adapt=None``.
+    radius : int
+        r ≥ 1: a coordinate moves by at most r value indices per step.
+    adapt : {"dual_averaging", "robbins_monro", None}
+        The warm-up rule (dual averaging of log ε towards ``target_accept``); None keeps ε.
+    target_accept : float
+        The mean acceptance probability aimed at (default 0.574, as NCG's).
+    """
+    ordinal_ncg.check_space(check_space(target, "ordinal-ncg"))
+    radius = int(check_radius(radius))
+    return _first_order_sampler("ordinal-ncg", ordinal_ncg, target, num_warmup, step_size, adapt, target_accept, radius)
+
+
+@_register(
+    "avg",
+    "auxiliary-variable gradient sampler (Rhodes & Gutmann 2022, Alg. B.2); ε adapted in warm-up",
+    tuned=(Tuned("step_size"),),
+    kernel=avg,
+    kernel_options=("step_size",),
+)
 def build_avg(target: Target, num_warmup: int, step_size=0.2, adapt="dual_averaging", target_accept=TARGET_ACCEPT):
     """AVG (:mod:`gradmc.discrete.avg`), its step size ε adapted in warm-up.
 
@@ -177,6 +211,9 @@ def build_avg(target: Target, num_warmup: int, step_size=0.2, adapt="dual_averag
     "pavg",
     "preconditioned auxiliary-variable gradient sampler (Rhodes & Gutmann 2022, Alg. B.3); "
     "M given or learned in warm-up (Alg. F.4/F.5), ε adapted with it",
+    tuned=(Tuned("step_size"),),
+    kernel=pavg,
+    kernel_options=("step_size", "M"),
 )
 def build_pavg(
     target: Target,
@@ -264,7 +301,7 @@ def build_pavg(
         # A fixed kernel: the preconditioner is a constant shared by all chains (not a
         # per-chain parameter), so its mat-vecs batch across chains.
         precond = make_preconditioner(M, step_size)
-        return fixed_sampler(
+        return bind(
             "pavg",
             kernel_init,
             lambda key, state, step_size: kernel(key, state, target.logdensity_fn, space, precond),
@@ -293,6 +330,8 @@ def build_pavg(
 @_register(
     "block-gibbs",
     "exact auxiliary-variable block Gibbs for quadratic log densities (Martens & Sutskever 2010; PAVG with the true M)",
+    kernel=block_gibbs,
+    kernel_options=("M", "step_size"),
 )
 def build_block_gibbs(target: Target, num_warmup: int, M=None, step_size=1.0):
     """Block Gibbs (:mod:`gradmc.discrete.block_gibbs`), exact for quadratic f.
@@ -315,7 +354,7 @@ def build_block_gibbs(target: Target, num_warmup: int, M=None, step_size=1.0):
     step_size = check_positive_param("block-Gibbs step size ε", step_size)
     kernel = block_gibbs.build_kernel()
     precond = make_preconditioner(M, step_size)  # a constant shared by all chains
-    return fixed_sampler(
+    return bind(
         "block-gibbs",
         lambda key, position: block_gibbs.init(position, target.logdensity_fn),
         lambda key, state, step_size: kernel(key, state, target.logdensity_fn, space, precond),
@@ -362,6 +401,9 @@ def _gwg_sampler(name: str, target: Target, num_warmup, radius, num_flips, adapt
 @_register(
     "gwg",
     "Gibbs-with-Gradients (Grathwohl et al. 2021; eq. 6); coordinates changed per step adapted in warm-up",
+    tuned=(Tuned("num_flips"),),
+    kernel=gwg,
+    kernel_options=("num_flips",),
 )
 def build_gwg(target: Target, num_warmup: int, num_flips=1.0, adapt="dual_averaging", target_accept=TARGET_ACCEPT):
     """Gibbs-with-Gradients (:mod:`gradmc.discrete.gwg`): each step changes about L =
@@ -392,7 +434,11 @@ def build_gwg(target: Target, num_warmup: int, num_flips=1.0, adapt="dual_averag
 
 
 @_register(
-    "ordinal-gwg", "ordinal Gibbs-with-Gradients: one coordinate moves up to r values (Rhodes & Gutmann 2022, App. G)"
+    "ordinal-gwg",
+    "ordinal Gibbs-with-Gradients: one coordinate moves up to r values (Rhodes & Gutmann 2022, App. G)",
+    tuned=(Tuned("num_flips"),),
+    kernel=gwg,
+    kernel_options=("radius", "num_flips"),
 )
 def build_ordinal_gwg(
     target: Target, num_warmup: int, radius=1, num_flips=1.0, adapt="dual_averaging", target_accept=TARGET_ACCEPT
@@ -449,7 +495,7 @@ def _radius_sampler(name: str, module: ModuleType, target: Target, space, num_wa
         return stats(state, info, num_grad_evals=0, extra={"radius": jnp.asarray(radius, jnp.float32)})
 
     if rule is None:
-        return fixed_sampler(
+        return bind(
             name,
             lambda key, position: module.init(position, target.logdensity_fn),
             lambda key, state, radius: kernel(key, state, target.logdensity_fn, space, radius),
@@ -489,6 +535,9 @@ def _kept_move_scale(scale, space: DiscreteSpace):
     "mh-uniform",
     "Metropolis-Hastings, uniform proposal on the hypercube of radius r (Rhodes & Gutmann 2022, App. G); "
     "radius or share of coordinates moved adapted in warm-up",
+    tuned=(Tuned("move_scale"),),
+    kernel=uniform,
+    kernel_options=("radius", "move_probability"),
 )
 def build_mh_uniform(
     target: Target,
@@ -539,7 +588,7 @@ def build_mh_uniform(
         return move_stats(state, info, *_uniform_move(scale, space), move_scale=_kept_move_scale(scale, space))
 
     if rule is None:
-        return fixed_sampler(
+        return bind(
             "mh-uniform",
             lambda key, position: uniform.init(position, target.logdensity_fn),
             lambda key, state, radius, move_probability: kernel(
@@ -564,6 +613,8 @@ def build_mh_uniform(
 @_register(
     "gibbs",
     "single-site Gibbs from exact full conditionals, random or systematic scan (one coordinate per step)",
+    kernel=gibbs,
+    kernel_options=("scan",),
 )
 def build_gibbs(target: Target, num_warmup: int, scan: str = "random"):
     """Single-site Gibbs (:mod:`gradmc.discrete.gibbs`). One step = one coordinate update
@@ -582,7 +633,7 @@ def build_gibbs(target: Target, num_warmup: int, scan: str = "random"):
     space = check_space(target, "gibbs")
     kernel = gibbs.build_kernel(gibbs.check_scan(scan))
     k = space.num_values
-    return fixed_sampler(
+    return bind(
         "gibbs",
         lambda key, position: gibbs.init(position, target.logdensity_fn),
         lambda key, state: kernel(key, state, target.logdensity_fn, space),
@@ -595,6 +646,9 @@ def build_gibbs(target: Target, num_warmup: int, scan: str = "random"):
     "lattice-metropolis",
     "Metropolis on a lattice (Zhou & Tan 2025): one random coordinate moves by k ~ U{-r..r}; off-lattice rejected; "
     "r adapted in warm-up",
+    tuned=(Tuned("radius"),),
+    kernel=lattice_metropolis,
+    kernel_options=("radius",),
 )
 def build_lattice_metropolis(
     target: Target, num_warmup: int, radius=2, adapt="dual_averaging", target_accept=SINGLE_SITE_ACCEPT
@@ -633,7 +687,7 @@ def _hams_sampler(name, target, space, precond, epsilon, phi, beta, delta) -> Bo
     chains, so its mat-vecs batch across chains.
     """
     kernel = hams.build_kernel(beta)
-    return fixed_sampler(
+    return bind(
         name,
         lambda key, position: hams.init(position, target.logdensity_fn, key),
         lambda key, state, epsilon, phi: kernel(key, state, target.logdensity_fn, space, precond, epsilon, phi),
@@ -662,7 +716,7 @@ MAX_DELTA_PER_SPAN = 100.0
 def _adapted_dhams_sampler(name, target: Target, space, rule, delta, epsilon, phi_pdhams, beta) -> BoundSampler:
     """DHAMS whose δ follows ``rule`` in warm-up (from ``delta``) and is frozen after; ε, β
     and the PDHAMS φ (= φ_DHAMS / δ, §7.9) stay fixed. The preconditioner of the current δ
-    (diagonal, :func:`~gradmc.discrete.second_order.dhams_preconditioner`) is rebuilt each
+    (diagonal, :func:`~gradmc.curvature.second_order.dhams_preconditioner`) is rebuilt each
     step.
     """
     kernel = hams.build_kernel(beta)
@@ -687,6 +741,10 @@ def _adapted_dhams_sampler(name, target: Target, space, rule, delta, epsilon, ph
         kept_value=capped,
         init_with_key=True,
     )
+
+
+#: What the HAMS samplers' warm-up tunes: the step size δ.
+DELTA = Tuned("delta")
 
 
 def _dhams_builder(name, beta_default, settings):
@@ -749,12 +807,14 @@ def _dhams_builder(name, beta_default, settings):
     return build
 
 
-_register("v-dhams", "vanilla discrete HAMS (Zhou & Tan, DHAMS): δ adapted in warm-up; ε, φ/δ fixed; β = 1")(
-    _dhams_builder("v-dhams", 1.0, hams.DHAMS_SETTINGS["v-dhams"])
-)
-_register("o-dhams", "over-relaxed discrete HAMS (Zhou & Tan, DHAMS): δ adapted in warm-up; ε, φ/δ, β < 1 fixed")(
-    _dhams_builder("o-dhams", 0.1, hams.DHAMS_SETTINGS["o-dhams"])
-)
+_register(
+    "v-dhams", "vanilla discrete HAMS (Zhou & Tan, DHAMS): δ adapted in warm-up; ε, φ/δ fixed; β = 1", tuned=(DELTA,)
+)(_dhams_builder("v-dhams", 1.0, hams.DHAMS_SETTINGS["v-dhams"]))
+_register(
+    "o-dhams",
+    "over-relaxed discrete HAMS (Zhou & Tan, DHAMS): δ adapted in warm-up; ε, φ/δ, β < 1 fixed",
+    tuned=(DELTA,),
+)(_dhams_builder("o-dhams", 0.1, hams.DHAMS_SETTINGS["o-dhams"]))
 
 
 #: Exploring steps whose moves the learned W is fitted from (per chain, pooled over chains).
@@ -794,15 +854,15 @@ def _delta_tuning(adapt, target_accept, delta, build) -> ModelTuning:
 def _learned_w_form(name: str, f, space) -> tuple[str, Any]:
     """Which form the learned W takes, with what it needs: ``("dense", None)``,
     ``("low-rank", basis)``, ``("sparse", pattern)`` or ``("graph", graph)`` (module docs of
-    :mod:`gradmc.adapt.low_rank_model`, :mod:`gradmc.adapt.sparse_model` and
-    :mod:`gradmc.adapt.graph_model`).
+    :mod:`gradmc.curvature.low_rank_model`, :mod:`gradmc.curvature.sparse_model` and
+    :mod:`gradmc.curvature.graph_model`).
 
     Below d = :data:`MIN_LOW_RANK_DIM` W is dense. Above it the Hessian's range is probed: a
-    rank r ≤ d/4 (and ≤ :data:`~gradmc.adapt.low_rank_model.MAX_RANK`) makes W low-rank,
+    rank r ≤ d/4 (and ≤ :data:`~gradmc.curvature.low_rank_model.MAX_RANK`) makes W low-rank,
     O(d r) a step instead of O(d²). Above d = :data:`MAX_LEARNED_W_DIM` a dense W is not
     learned: W is low-rank when r is also below the number of the Hessian's diagonals (or
     the Hessian has too many diagonals), else sparse on its pattern by diagonals, else sparse
-    on its graph (at most :data:`~gradmc.adapt.graph_model.MAX_DEGREE` neighbours per
+    on its graph (at most :data:`~gradmc.curvature.graph_model.MAX_DEGREE` neighbours per
     coordinate); a Hessian that is none of these is refused.
     """
     d = space.dim
@@ -841,10 +901,10 @@ def _learned_w_sampler(
 
     W takes one of four forms (:func:`_learned_w_form`): dense (D by §8.4, L by §8.5, both
     from W's eigendecomposition for any δ); of low rank on the Hessian's range
-    (:mod:`gradmc.adapt.low_rank_model`, §8.9), where that rank is small; sparse on the
-    Hessian's pattern above d = :data:`MAX_LEARNED_W_DIM` (:mod:`gradmc.adapt.sparse_model`,
-    at most :data:`~gradmc.adapt.sparse_model.MAX_OFFSETS` diagonals) or on its graph
-    (:mod:`gradmc.adapt.graph_model`, §8.10), with the Gershgorin D and the edge or block
+    (:mod:`gradmc.curvature.low_rank_model`, §8.9), where that rank is small; sparse on the
+    Hessian's pattern above d = :data:`MAX_LEARNED_W_DIM` (:mod:`gradmc.curvature.sparse_model`,
+    at most :data:`~gradmc.curvature.sparse_model.MAX_OFFSETS` diagonals) or on its graph
+    (:mod:`gradmc.curvature.graph_model`, §8.10), with the Gershgorin D and the edge or block
     factor L (§8.7; φ = 0 only).
     """
     if int(num_warmup) < 200:
@@ -982,14 +1042,22 @@ def _pdhams_builder(name, beta_default, eps_default, phi_default):
 PDHAMS_EPSILON = 0.5
 
 _register(
-    "v-pdhams", "vanilla preconditioned discrete HAMS (Zhou & Tan 2025, Alg. 1): W given or learned in warm-up; δ, ε, φ"
+    "v-pdhams",
+    "vanilla preconditioned discrete HAMS (Zhou & Tan 2025, Alg. 1): W given or learned in warm-up; δ, ε, φ",
+    tuned=(DELTA,),
 )(_pdhams_builder("v-pdhams", 1.0, PDHAMS_EPSILON, 0.0))
 _register(
-    "o-pdhams", "over-relaxed preconditioned discrete HAMS (Zhou & Tan 2025, Alg. 3): W given or learned; δ, ε, φ, β"
+    "o-pdhams",
+    "over-relaxed preconditioned discrete HAMS (Zhou & Tan 2025, Alg. 3): W given or learned; δ, ε, φ, β",
+    tuned=(DELTA,),
 )(_pdhams_builder("o-pdhams", 0.1, PDHAMS_EPSILON, 0.0))
 
 
-@_register("pavg-variance", "PAVG in Zhou & Tan's variance form = PDHAMS with ε = 0, φ = 0, β = 1; W given or learned")
+@_register(
+    "pavg-variance",
+    "PAVG in Zhou & Tan's variance form = PDHAMS with ε = 0, φ = 0, β = 1; W given or learned",
+    tuned=(DELTA,),
+)
 def build_pavg_variance(
     target: Target, num_warmup: int, W=None, delta=1.0, adapt="dual_averaging", target_accept=TARGET_ACCEPT
 ):
@@ -1014,95 +1082,3 @@ def build_pavg_variance(
         The mean acceptance probability δ is tuned towards (default 0.574).
     """
     return _pdhams_sampler("pavg-variance", target, num_warmup, W, delta, 0.0, 0.0, 1.0, adapt, target_accept)
-
-
-# -- the table -------------------------------------------------------------------------------------
-
-
-class KernelEntry(NamedTuple):
-    """A row of :data:`KERNELS`.
-
-    Parameters
-    ----------
-    module : module
-        The pure kernel module (``init``, ``build_kernel``, ``as_top_level_api``).
-    options : tuple of str
-        The registered options that set the kernel (the builder's others only steer its
-        warm-up); ``module.as_top_level_api`` takes them by these names.
-    """
-
-    module: ModuleType
-    options: tuple[str, ...]
-
-
-#: The discrete samplers whose kernel also runs outside the runner (PCD's chains, plain
-#: loops): the kernel module and the options that set the kernel. The defaults of the
-#: options are the registered builder's (:func:`defaults`).
-KERNELS: dict[str, KernelEntry] = {
-    "ncg": KernelEntry(ncg, ("step_size",)),
-    "avg": KernelEntry(avg, ("step_size",)),
-    "pavg": KernelEntry(pavg, ("step_size", "M")),
-    "block-gibbs": KernelEntry(block_gibbs, ("M", "step_size")),
-    "gwg": KernelEntry(gwg, ("num_flips",)),
-    "ordinal-gwg": KernelEntry(gwg, ("radius", "num_flips")),
-    "mh-uniform": KernelEntry(uniform, ("radius", "move_probability")),
-    "gibbs": KernelEntry(gibbs, ("scan",)),
-    "lattice-metropolis": KernelEntry(lattice_metropolis, ("radius",)),
-}
-
-
-def defaults(name: str) -> dict:
-    """The default options of the registered discrete sampler ``name``, read from its builder.
-
-    Parameters
-    ----------
-    name : str
-        A registered discrete sampler (e.g. ``"ncg"``).
-    """
-    if name not in _BUILDERS:
-        raise ValueError(f"unknown discrete sampler {name!r}; valid: {', '.join(sorted(_BUILDERS))}")
-    parameters = list(inspect.signature(_BUILDERS[name]).parameters.values())[2:]  # after target, num_warmup
-    return {p.name: p.default for p in parameters}
-
-
-def kernel_options(name: str, **options) -> dict:
-    """The options that set the kernel of ``name`` (:data:`KERNELS`): its builder's defaults,
-    updated by ``options``.
-
-    Raises ``ValueError`` for a name without a row in :data:`KERNELS` or an option that
-    does not set the kernel.
-
-    Parameters
-    ----------
-    name : str
-        A sampler of :data:`KERNELS`.
-    **options
-        Values for some of the kernel's options.
-    """
-    if name not in KERNELS:
-        raise ValueError(f"{name!r} has no kernel to run outside the runner; valid: {', '.join(KERNELS)}")
-    allowed = KERNELS[name].options
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ValueError(
-            f"{name!r} has no option(s) {unknown} that set its kernel; its kernel options are {sorted(allowed)}"
-        )
-    return {**{key: value for key, value in defaults(name).items() if key in allowed}, **options}
-
-
-def algorithm(name: str, logdensity_fn: Callable, space: DiscreteSpace, **options) -> SamplingAlgorithm:
-    """The BlackJAX ``SamplingAlgorithm`` of the sampler ``name`` with its kernel options
-    (defaults from :func:`defaults`), for a plain ``state, info = alg.step(key, state)`` loop.
-
-    Parameters
-    ----------
-    name : str
-        A sampler of :data:`KERNELS`.
-    logdensity_fn : callable
-        The target's log density f.
-    space : gradmc.spaces.DiscreteSpace
-        The target's space.
-    **options
-        Kernel options, as for :func:`kernel_options`.
-    """
-    return KERNELS[name].module.as_top_level_api(logdensity_fn, space, **kernel_options(name, **options))

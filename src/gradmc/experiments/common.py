@@ -11,8 +11,12 @@
 
 from __future__ import annotations
 
+import inspect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +25,7 @@ from gradmc.base import Sampler
 from gradmc.report import format_table, pyplot, save_figure
 
 __all__ = [
+    "at_budget",
     "Budget",
     "format_table",
     "fenced",
@@ -170,3 +175,27 @@ def paper_sampler(name: str, **options) -> Sampler:
         Its options.
     """
     return registry.sampler(name, **registry.without_adaptation(name, options))
+
+
+def at_budget(run: Callable, default=None, paper=None) -> Callable:
+    """``run(out=, seed=, [budget=], [progress=])`` as the entry point ``gradmc reproduce``
+    calls, ``experiment(*, out, full, seed, progress)``: at the ``default`` budget, or the
+    ``paper``'s with ``full`` (no budget argument when both are None: the default is the paper's).
+
+    Parameters
+    ----------
+    run : callable
+        The experiment's run function.
+    default, paper : object, optional
+        Its budgets.
+    """
+    takes = inspect.signature(run).parameters
+
+    def experiment(*, out: Path, full: bool, seed: int, progress: bool) -> str:
+        kwargs: dict[str, Any] = {"progress": progress} if "progress" in takes else {}
+        if default is not None:
+            kwargs["budget"] = paper if full else default
+        return run(out=Path(out), seed=seed, **kwargs)
+
+    experiment.__doc__ = f":func:`{run.__name__}` at the default budget, or the paper's with ``full``."
+    return experiment

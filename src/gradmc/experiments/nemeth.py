@@ -391,24 +391,9 @@ _READINGS = (
 )
 
 
-@register_experiment(
+register_experiment(
     "nemeth-mixture", "Nemeth et al. 2022 Table 1, Figs 3-4: RAM, EE, PT, HMC, PE on Kou's 20-mode mixtures"
-)
-def nemeth_mixture(*, out: Path, full: bool, seed: int, progress: bool) -> str:
-    """``gradmc reproduce nemeth-mixture``: :func:`run_mixture`.
-
-    Parameters
-    ----------
-    out : Path
-        Output folder.
-    full : bool
-        The paper's budget.
-    seed : int
-        Seed.
-    progress : bool
-        Show progress bars.
-    """
-    return run_mixture(out=Path(out), full=full, seed=seed, progress=progress)
+)(run_mixture)
 
 
 # --------------------------------------------------------------------------- Boltzmann
@@ -598,24 +583,9 @@ def _plot_rmse(results: dict, mean, second, path: Path) -> None:
     save_figure(fig, path)
 
 
-@register_experiment(
+register_experiment(
     "nemeth-boltzmann", "Nemeth et al. 2022 Figs 5-7: HMC, PE, AIS, ST, CT-HMC on the Boltzmann relaxation"
-)
-def nemeth_boltzmann(*, out: Path, full: bool, seed: int, progress: bool) -> str:
-    """``gradmc reproduce nemeth-boltzmann``: :func:`run_boltzmann`.
-
-    Parameters
-    ----------
-    out : Path
-        Output folder.
-    full : bool
-        The paper's budget.
-    seed : int
-        Seed.
-    progress : bool
-        Show progress bars.
-    """
-    return run_boltzmann(out=Path(out), full=full, seed=seed, progress=progress)
+)(run_boltzmann)
 
 
 # --------------------------------------------------------------------------- challenging targets
@@ -741,21 +711,6 @@ def _bimodal_figures(out: Path, seed: int, progress: bool, full: bool) -> str:
     )
 
 
-@register_experiment(
+register_experiment(
     "nemeth-challenging", "Nemeth et al. 2022 Fig 8 (banana, flower: HMC vs PE) and Figs 1-2 (1-D bimodal)"
-)
-def nemeth_challenging(*, out: Path, full: bool, seed: int, progress: bool) -> str:
-    """``gradmc reproduce nemeth-challenging``: :func:`run_challenging`.
-
-    Parameters
-    ----------
-    out : Path
-        Output folder.
-    full : bool
-        The paper's budget.
-    seed : int
-        Seed.
-    progress : bool
-        Show progress bars.
-    """
-    return run_challenging(out=Path(out), full=full, seed=seed, progress=progress)
+)(run_challenging)

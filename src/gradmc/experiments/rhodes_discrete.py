@@ -50,7 +50,7 @@ import numpy as np
 from gradmc.base import Sampler, Target
 from gradmc.diagnostics.accumulator import Accumulator
 from gradmc.diagnostics.ess import geyer_ess
-from gradmc.experiments.common import fenced, format_table, paper_sampler, pyplot, save_figure, spearman
+from gradmc.experiments.common import at_budget, fenced, format_table, paper_sampler, pyplot, save_figure, spearman
 from gradmc.registry import register_experiment
 from gradmc.registry import sampler as make_sampler
 from gradmc.registry import target as make_target
@@ -734,48 +734,15 @@ def run_sparse_regression(*, out: Path, budget: TimedBudget = REGRESSION_BUDGET,
     )
 
 
-@register_experiment(
+register_experiment(
     "rhodes2022-ordinal",
     "Rhodes & Gutmann 2022 Fig. 2: 20-D ordinal poly2/poly4 with NCG, AVG, PAVG, Gibbs, GWG, ordinal-GWG, "
     "MH-uniform at equal wall-clock",
-)
-def run(*, out: Path, full: bool, seed: int, progress: bool) -> str:
-    """``gradmc reproduce rhodes2022-ordinal``: :func:`run_ordinal` at the default or the paper's budget.
-
-    Parameters
-    ----------
-    out : Path
-        Output folder.
-    full : bool
-        The paper's budget (10 minutes per sampler) instead of the default.
-    seed : int
-        Seed.
-    progress : bool
-        Unused (the runs are timed chunks).
-    """
-    del progress
-    return run_ordinal(out=out, budget=ORDINAL_FULL if full else ORDINAL_BUDGET, seed=seed)
+)(at_budget(run_ordinal, ORDINAL_BUDGET, ORDINAL_FULL))
 
 
-@register_experiment(
+register_experiment(
     "rhodes2022-sparse-regression",
     "Rhodes & Gutmann 2022 Fig. 4: 100-D sparse Bayesian regression with NCG, AVG, PAVG, Gibbs, GWG at equal "
     "wall-clock",
-)
-def run_regression(*, out: Path, full: bool, seed: int, progress: bool) -> str:
-    """``gradmc reproduce rhodes2022-sparse-regression``: :func:`run_sparse_regression` at the
-    default or the paper's budget.
-
-    Parameters
-    ----------
-    out : Path
-        Output folder.
-    full : bool
-        The paper's budget (10 minutes per sampler) instead of the default.
-    seed : int
-        Seed.
-    progress : bool
-        Unused (the runs are timed chunks).
-    """
-    del progress
-    return run_sparse_regression(out=out, budget=REGRESSION_FULL if full else REGRESSION_BUDGET, seed=seed)
+)(at_budget(run_sparse_regression, REGRESSION_BUDGET, REGRESSION_FULL))

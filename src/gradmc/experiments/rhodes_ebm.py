@@ -471,22 +471,7 @@ def run_ebm(*, out: Path, full: bool, seed: int, progress: bool, budget: dict | 
     )
 
 
-@register_experiment(
+register_experiment(
     "rhodes2022-ebm",
     "Rhodes & Gutmann 2022 Table 2: convolutional EBM on digits16, J re-estimated by PCD with each sampler",
-)
-def rhodes2022_ebm(*, out: Path, full: bool, seed: int, progress: bool) -> str:
-    """``gradmc reproduce rhodes2022-ebm``: :func:`run_ebm`.
-
-    Parameters
-    ----------
-    out : Path
-        Output folder.
-    full : bool
-        The paper's settings.
-    seed : int
-        Seed.
-    progress : bool
-        Show progress bars.
-    """
-    return run_ebm(out=Path(out), full=full, seed=seed, progress=progress)
+)(run_ebm)

@@ -362,21 +362,6 @@ def run_ising(*, out: Path, full: bool, seed: int, progress: bool, budget: dict 
     return "\n".join(lines)
 
 
-@register_experiment(
+register_experiment(
     "rhodes2022-ising", "Rhodes & Gutmann 2022 Table 1: Ising lattice estimation by PCD with NCG, AVG, PAVG, GWG, Gibbs"
-)
-def rhodes2022_ising(*, out: Path, full: bool, seed: int, progress: bool) -> str:
-    """``gradmc reproduce rhodes2022-ising``: :func:`run_ising`.
-
-    Parameters
-    ----------
-    out : Path
-        Output folder.
-    full : bool
-        The paper's budget.
-    seed : int
-        Seed.
-    progress : bool
-        Show progress bars.
-    """
-    return run_ising(out=Path(out), full=full, seed=seed, progress=progress)
+)(run_ising)

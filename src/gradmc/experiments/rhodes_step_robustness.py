@@ -137,22 +137,7 @@ def run_step_robustness(
     )
 
 
-@register_experiment(
+register_experiment(
     "rhodes2022-step-robustness",
     "Rhodes & Gutmann 2022 Fig. 7: PCD Ising error vs perturbed step size (NCG, AVG, PAVG)",
-)
-def rhodes2022_step_robustness(*, out: Path, full: bool, seed: int, progress: bool) -> str:
-    """``gradmc reproduce rhodes2022-step-robustness``: :func:`run_step_robustness`.
-
-    Parameters
-    ----------
-    out : Path
-        Output folder.
-    full : bool
-        The paper's budget.
-    seed : int
-        Seed.
-    progress : bool
-        Show progress bars.
-    """
-    return run_step_robustness(out=Path(out), full=full, seed=seed, progress=progress)
+)(run_step_robustness)

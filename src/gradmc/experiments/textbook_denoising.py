@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gradmc import registry
 from gradmc.discrete import proposals
-from gradmc.discrete import samplers as discrete_samplers
 from gradmc.experiments.common import fenced, format_table, pyplot, save_figure
 from gradmc.registry import register_experiment
 from gradmc.run import loop
@@ -127,14 +127,14 @@ def load_binary_image(path, max_side: int = 64) -> np.ndarray:
 
 
 def _kernel_for(name: str, logdensity, space, step_size):
-    """The kernel of a denoising sampler from the discrete samplers' table (Gibbs: systematic scan)."""
+    """The kernel of a denoising sampler from its registry entry (Gibbs: systematic scan)."""
     if name.startswith("Gibbs"):
-        return discrete_samplers.algorithm("gibbs", logdensity, space, scan="systematic")
+        return registry.algorithm("gibbs", logdensity, space, scan="systematic")
     sampler = {"NCG": "ncg", "AVG": "avg", "GWG": "gwg"}.get(name)
     if sampler is None:
         raise ValueError(f"unknown denoising sampler {name!r}")
-    options = {"step_size": step_size} if "step_size" in discrete_samplers.KERNELS[sampler].options else {}
-    return discrete_samplers.algorithm(sampler, logdensity, space, **options)
+    options = {"step_size": step_size} if "step_size" in registry.sampler_entry(sampler).kernel_options else {}
+    return registry.algorithm(sampler, logdensity, space, **options)
 
 
 def posterior_mean(
@@ -330,21 +330,6 @@ def run_denoising(*, out: Path, full: bool, seed: int, progress: bool, image=Non
     return "\n".join(lines)
 
 
-@register_experiment(
+register_experiment(
     "textbook-denoising", "Textbook Example 5.9: Ising-prior image denoising by Gibbs sweeps (and NCG, AVG, GWG)"
-)
-def textbook_denoising(*, out: Path, full: bool, seed: int, progress: bool) -> str:
-    """``gradmc reproduce textbook-denoising``: :func:`run_denoising`.
-
-    Parameters
-    ----------
-    out : Path
-        Output folder.
-    full : bool
-        More sweeps and steps.
-    seed : int
-        Seed.
-    progress : bool
-        Unused.
-    """
-    return run_denoising(out=Path(out), full=full, seed=seed, progress=progress)
+)(run_denoising)

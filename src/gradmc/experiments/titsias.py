@@ -44,7 +44,15 @@ import numpy as np
 
 import gradmc.continuous.samplers  # noqa: F401  (registers the samplers)
 from gradmc.experiments import common
-from gradmc.experiments.common import descending_ranks, fenced, format_table, mean_sd_cell, pyplot, save_figure
+from gradmc.experiments.common import (
+    at_budget,
+    descending_ranks,
+    fenced,
+    format_table,
+    mean_sd_cell,
+    pyplot,
+    save_figure,
+)
 from gradmc.registry import register_experiment
 from gradmc.registry import sampler as make_sampler
 from gradmc.registry import target as make_target
@@ -801,42 +809,11 @@ def run_figure1(
 # --------------------------------------------------------------------------- registration
 
 
-@register_experiment(
+register_experiment(
     "titsias2019", "Titsias & Dellaportas 2019 Table 1 + supplement: gadMALA/gadRWM vs AM, RWM, MALA, HMC, NUTS"
-)
-def titsias2019(*, out: Path, full: bool, seed: int, progress: bool) -> str:
-    """``gradmc reproduce titsias2019``: :func:`run_table` at the default or the paper's budget.
-
-    Parameters
-    ----------
-    out : Path
-        Output folder.
-    full : bool
-        The paper's budget.
-    seed : int
-        Seed.
-    progress : bool
-        Show progress bars.
-    """
-    return run_table(out=Path(out), budget=FULL_BUDGET if full else DEFAULT_BUDGET, seed=seed, progress=progress)
+)(at_budget(run_table, DEFAULT_BUDGET, FULL_BUDGET))
 
 
-@register_experiment(
+register_experiment(
     "titsias2019-figure1", "Titsias & Dellaportas 2019 Figure 1: learned proposal covariances (2-D, 51-D)"
-)
-def titsias2019_figure1(*, out: Path, full: bool, seed: int, progress: bool) -> str:
-    """``gradmc reproduce titsias2019-figure1``: :func:`run_figure1` (the paper's iteration counts).
-
-    Parameters
-    ----------
-    out : Path
-        Output folder.
-    full : bool
-        Unused: the default budget is the paper's.
-    seed : int
-        Seed.
-    progress : bool
-        Show progress bars.
-    """
-    del full  # the paper's iteration counts are cheap: the default budget is the paper's
-    return run_figure1(out=Path(out), seed=seed, progress=progress)
+)(at_budget(run_figure1))  # the paper's iteration counts are cheap: the default budget is the paper's

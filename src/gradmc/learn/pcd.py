@@ -13,8 +13,8 @@ whose gradient is −g of eq. 47 (Optax minimises; Adam by default, as in the pa
 * :class:`PCDKernel` — any discrete kernel of :mod:`gradmc.discrete` (``init``, ``step`` and
   its parameters, fixed or computed from θ, e.g. block Gibbs with the current J);
   :func:`kernel` builds one by name, with the registered samplers' defaults
-  (:data:`gradmc.discrete.samplers.KERNELS`). The kernel's hyperparameters stay fixed
-  during learning unless ``params`` is a function of θ.
+  (the registry entries that name a ``kernel``, :func:`gradmc.registry.kernel_options`). The
+  kernel's hyperparameters stay fixed during learning unless ``params`` is a function of θ.
 * :class:`PCD` — the learner: ``init`` and one pure ``update`` (jitted once by :func:`fit`).
 * :func:`fit` — the loop over updates: progress bar, metrics/callback every ``every``
   updates, and a clear error naming the update at which a run diverged. ``num_runs``
@@ -42,10 +42,10 @@ import numpy as np
 import optax
 from tqdm.auto import tqdm
 
-from gradmc import enumeration
+from gradmc import enumeration, registry
 from gradmc.adapt.preconditioner import PAVGPreconditioner, make_preconditioner
 from gradmc.checks import check_positive_param, check_radius
-from gradmc.discrete import gibbs, samplers
+from gradmc.discrete import gibbs
 from gradmc.random import bits
 from gradmc.spaces import DiscreteSpace
 
@@ -100,9 +100,9 @@ class PCDKernel(NamedTuple):
 
 
 def kernel(name: str, **options) -> PCDKernel:
-    """The :class:`PCDKernel` of a registered discrete sampler of
-    :data:`gradmc.discrete.samplers.KERNELS`, with its kernel options; the defaults are the
-    registered sampler's (:func:`gradmc.discrete.samplers.defaults`).
+    """The :class:`PCDKernel` of a registered discrete sampler whose entry names its kernel,
+    with its kernel options; the defaults are the registered sampler's
+    (:func:`gradmc.registry.defaults`).
 
     ``"ncg"``, ``"avg"`` (``step_size``); ``"pavg"`` (``step_size``, ``M``: a matrix, or a
     function θ -> matrix); ``"block-gibbs"`` (``M`` as for PAVG, ``step_size``; exact only
@@ -115,10 +115,10 @@ def kernel(name: str, **options) -> PCDKernel:
     name : str
         The sampler's registered name.
     **options
-        Its kernel options (:func:`gradmc.discrete.samplers.kernel_options`).
+        Its kernel options (:func:`gradmc.registry.kernel_options`).
     """
-    opts = samplers.kernel_options(name, **options)
-    module = samplers.KERNELS[name].module
+    opts = registry.kernel_options(name, **options)
+    module: Any = registry.sampler_entry(name).kernel
     if "M" in opts:  # pavg, block-gibbs
         step_size = check_positive_param(f"{name} step size", opts["step_size"])
         M = opts["M"]

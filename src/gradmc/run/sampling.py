@@ -32,6 +32,7 @@ from gradmc.checks import check_positive
 from gradmc.diagnostics.health import emit_warnings
 from gradmc.extended import pseudo_extended, resample_extended
 from gradmc.models import resolve_target
+from gradmc.registry import Entry
 from gradmc.registry import sampler as registered_sampler
 from gradmc.registry import samplers as registered_samplers
 from gradmc.run.loop import (
@@ -282,13 +283,23 @@ def _check_arguments(num_chains, num_warmup, num_draws, thinning, chunk_size, ch
 _SPACES = {"continuous": "continuous spaces (Real)", "discrete": "discrete spaces (Binary, Spin, Ordinal, Categorical)"}
 
 
+def _entry(sampler: Sampler) -> Entry:
+    """The registry entry of ``sampler``; for one built by hand (not registered under its
+    name), an entry with its builder and no declarations.
+    """
+    entry = next((e for e in registered_samplers() if e.name == sampler.name), None)
+    if entry is None or entry.constructor is not sampler.build:
+        return Entry(sampler.name, sampler.build, "", "any")
+    return entry
+
+
 def _check_fits(sampler: Sampler, target: Target) -> None:
     """A ``ValueError``, before anything is compiled, when a registered sampler is given a
     target on a space it does not sample; the message lists the samplers that fit.
     """
     kind = "discrete" if target.space.is_discrete else "continuous"
-    entry = next((e for e in registered_samplers() if e.name == sampler.name), None)
-    if entry is None or entry.constructor is not sampler.build or entry.kind in ("any", kind):
+    entry = _entry(sampler)
+    if entry.kind in ("any", kind):
         return
     fitting = ", ".join(e.name for e in registered_samplers(kind))
     raise ValueError(
@@ -724,4 +735,4 @@ def sample(
         first_chain=placement.chains.start,
         named=keep is None,
     )
-    return emit_warnings(trace, sampler.build)
+    return emit_warnings(trace, _entry(sampler))

@@ -1,11 +1,11 @@
 """Calibration of the PDHAMS second-order model W and the tuning procedures of Zhou & Tan
 (2025) (the discrete-HAMS algorithm statement, docs/discrete-hams.md §8–§9): the tools
 that *run chains* to choose a sampler's settings. The model itself (fitting W from pairs
-of draws, D, L) is :mod:`gradmc.discrete.second_order`.
+of draws, D, L) is :mod:`gradmc.curvature.second_order`.
 
 * :func:`calibrate_w` runs burn-in chains of any sampler and fits W by either method
-  (:func:`~gradmc.discrete.second_order.fit_w_gradients`, §8.1, or
-  :func:`~gradmc.discrete.second_order.fit_w_values`, §8.2).
+  (:func:`~gradmc.curvature.second_order.fit_w_gradients`, §8.1, or
+  :func:`~gradmc.curvature.second_order.fit_w_values`, §8.2).
 * :func:`grid_search` runs batched chains of one kernel for every point of a parameter
   grid at once (``vmap`` over grid points, on the runner's pure loop
   :func:`gradmc.run.loop.run_chains`: every grid point gets the same keys, derived by the
@@ -24,10 +24,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gradmc.adapt.warmup import bind
 from gradmc.base import BoundSampler, Sampler, Target
+from gradmc.curvature.second_order import dhams_preconditioner, fit_w_gradients, fit_w_values, pdhams_preconditioner
 from gradmc.diagnostics.batch_means import zhoutan_ess
 from gradmc.discrete import hams
-from gradmc.discrete.second_order import dhams_preconditioner, fit_w_gradients, fit_w_values, pdhams_preconditioner
 from gradmc.run import sample
 from gradmc.run.loop import run_chains, run_keys
 from gradmc.spaces import Categorical
@@ -119,19 +120,12 @@ class GridResult(NamedTuple):
 
 def _grid_point(kernel: Callable, init: Callable, point: dict) -> BoundSampler:
     """A fixed kernel at one grid point; its steps record (f(s), acceptance)."""
-
-    def step(key, state, params=None):
-        state, info = kernel(key, state, **point)
-        return state, (state.logdensity, info.acceptance_rate)
-
-    return BoundSampler(
+    return bind(
         "grid-point",
         init,
-        lambda key, state, t: step(key, state),
-        lambda state: (state, None),
-        step,
-        lambda state: state.position,
-        adapts_in_warmup=False,
+        lambda key, state, **_: kernel(key, state, **point),
+        {},
+        lambda state, info, params: (state.logdensity, info.acceptance_rate),
     )
 
 

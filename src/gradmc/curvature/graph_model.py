@@ -3,16 +3,16 @@ large d (the discrete-HAMS algorithm statement, docs/discrete-hams.md §8.10).
 
 A model whose couplings follow no few diagonals (an Ising model on a random graph, a
 Markov random field on a mesh) has a sparse Hessian that the diagonal storage of
-:mod:`gradmc.adapt.sparse_model` cannot hold. Here W lives on the graph's edge list:
+:mod:`gradmc.curvature.sparse_model` cannot hold. Here W lives on the graph's edge list:
 
 * :func:`hessian_graph` — the Hessian's non-zero pattern as an edge list and, for each
   coordinate, its neighbours (at most :data:`MAX_DEGREE`), from the Hessian-vector products
-  of :func:`gradmc.adapt.sparse_model.hessian_columns`.
+  of :func:`gradmc.curvature.sparse_model.hessian_columns`.
 * :func:`pooled_graph_fit` — the gradient regression of PD eq. 38 restricted to the graph:
   row i of W from the least squares of γ_{t,i} on Δ_{t, N(i) ∪ {i}}, one small normal
   equation per row, its sums pooled over chains, and the two estimates of each coupling
   combined as in §8.7; then the Gershgorin D and the edge factor
-  (:func:`gradmc.discrete.second_order.graph_preconditioner`).
+  (:func:`gradmc.curvature.second_order.graph_preconditioner`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.adapt.preconditioner import pool_chains
-from gradmc.adapt.sparse_model import couplings_summary, hessian_columns
-from gradmc.discrete.second_order import GraphPreconditioner, graph_preconditioner
+from gradmc.curvature.second_order import GraphPreconditioner, graph_preconditioner
+from gradmc.curvature.sparse_model import couplings_summary, hessian_columns
 
 __all__ = [
     "MAX_DEGREE",
@@ -201,7 +201,7 @@ def placeholder_model(graph: HessianGraph, delta) -> GraphPreconditioner:
 
 def summary(model: GraphPreconditioner) -> dict:
     """``params_of`` of the learning warm-up: the model under ``"model"`` and scalars on what
-    was learned (as :func:`gradmc.adapt.sparse_model.summary`).
+    was learned (as :func:`gradmc.curvature.sparse_model.summary`).
 
     Parameters
     ----------

@@ -11,7 +11,7 @@ units' weights w_j at every v, whatever its dimension d.
 * :func:`pooled_low_rank_fit` — the ``fit`` of
   :func:`gradmc.adapt.learned_model.explore_then_fit_sampler`: the gradient regression of
   PD eq. 38 in the coordinates of U, W = U A Uᵀ with A the r × r symmetric fit
-  (:func:`gradmc.discrete.second_order.fit_w_from_sums` of the projected moves and
+  (:func:`gradmc.curvature.second_order.fit_w_from_sums` of the projected moves and
   gradient changes, pooled over chains), stored by its eigenpairs.
 """
 
@@ -22,8 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.adapt.preconditioner import pool_chains
-from gradmc.adapt.sparse_model import hessian_vector_products, probe_points
-from gradmc.discrete.second_order import HamsPreconditioner, LowRankModel, fit_w_from_sums
+from gradmc.curvature.second_order import HamsPreconditioner, LowRankModel, fit_w_from_sums
+from gradmc.curvature.sparse_model import hessian_vector_products, probe_points
 
 __all__ = ["MAX_RANK", "hessian_range", "pooled_low_rank_fit", "placeholder_model", "summary"]
 
@@ -44,7 +44,7 @@ def hessian_range(
     """An orthonormal basis of the range of the Hessian of f, shape (d, r), or None when
     r > ``max_rank`` (or the Hessian is 0).
 
-    At each of ``num_points`` points (:func:`gradmc.adapt.sparse_model.probe_points`) the
+    At each of ``num_points`` points (:func:`gradmc.curvature.sparse_model.probe_points`) the
     Hessian is applied to ``max_rank + oversample`` standard normal vectors (``jax.jvp`` of
     ``jax.grad``, vmapped); r is the number of singular values of all the products above
     ``rtol`` times the largest, and the basis their leading left singular vectors. A
@@ -125,7 +125,7 @@ def summary(precond: HamsPreconditioner) -> dict:
     Parameters
     ----------
     precond : HamsPreconditioner
-        The preconditioner of a :class:`~gradmc.discrete.second_order.LowRankModel`.
+        The preconditioner of a :class:`~gradmc.curvature.second_order.LowRankModel`.
     """
     lam = precond.W.gains
     return {

@@ -11,7 +11,7 @@ algorithm statement, docs/discrete-hams.md §8.7).
 * :func:`pooled_structured_fit` — the ``fit`` of :func:`gradmc.adapt.learned_model.explore_then_fit_sampler`:
   the per-row sums pooled over chains (:func:`gradmc.adapt.preconditioner.pool_chains`),
   then W, the Gershgorin D and the factor L
-  (:func:`gradmc.discrete.second_order.structured_preconditioner`).
+  (:func:`gradmc.curvature.second_order.structured_preconditioner`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.adapt.preconditioner import pool_chains
-from gradmc.discrete.second_order import (
+from gradmc.curvature.second_order import (
     StructuredPreconditioner,
     edge_mask,
     shift_up,
