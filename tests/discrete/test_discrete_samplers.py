@@ -156,8 +156,8 @@ SAMPLERS = {
     "gibbs-random": ("gibbs", {"scan": "random"}, 0),
     "gibbs-systematic": ("gibbs", {"scan": "systematic"}, 0),
 }
-# Each sampler on one space in the default run (every space kind covered several times);
-# the full grid runs with -m slow.
+# Each sampler on one space in the default run (every space kind covered several times;
+# ordinal-ncg's default test is the wide ordinal space below); the full grid runs with -m slow.
 DEFAULT = {
     ("ncg", "ordinal"),
     ("avg", "categorical"),
@@ -172,7 +172,6 @@ DEFAULT = {
     ("v-dhams", "categorical"),
     ("o-dhams", "categorical"),
     ("ordinal-gwg", "ordinal"),
-    ("ordinal-ncg", "ordinal"),
     ("mh-uniform", "categorical"),
     ("mh-uniform-partial", "ordinal"),
     ("mh-uniform-adapted", "binary"),
@@ -589,7 +588,11 @@ def test_tv_bound_detects_ordinal_ncg_with_the_wrong_normaliser(wide_probs):
 
 
 def test_an_ordinal_ncg_window_holding_every_value_is_ncg():
-    """With r ≥ k − 1 the window holds the whole value set: the proposal is NCG's."""
+    """With r ≥ k − 1 the window holds the whole value set: the proposal is NCG's (and the
+    default radius is k − 1 on small value sets, 8 on large ones)."""
+    assert ordinal_ncg.radius_for(WIDE) == WIDE.num_values - 1 == 7
+    assert ordinal_ncg.radius_for(Ordinal(np.arange(60.0), 2)) == ordinal_ncg.MAX_DEFAULT_RADIUS == 8
+    assert ordinal_ncg.radius_for(BINARY) == 1 and ordinal_ncg.radius_for(WIDE, 2) == 2
     state = proposals.init(jnp.asarray([-0.5, 2.5]), TARGET.logdensity_fn)
     a, b = ncg.coefficients(state, 0.7)
     logits, window = ordinal_ncg.window_logits(WIDE.to_index(state.position), a, b, WIDE, WIDE.num_values - 1)

@@ -30,9 +30,37 @@ from gradmc.discrete.ncg import coefficients
 from gradmc.discrete.proposals import DiscreteState
 from gradmc.spaces import Categorical, DiscreteSpace
 
-__all__ = ["init", "build_kernel", "as_top_level_api", "window_logits", "check_space"]
+__all__ = [
+    "MAX_DEFAULT_RADIUS",
+    "init",
+    "build_kernel",
+    "as_top_level_api",
+    "window_logits",
+    "check_space",
+    "radius_for",
+]
 
 init = proposals.init
+
+#: The default window radius on large value sets. On three Poisson(12) counts (60 values
+#: each, 4 chains x 2,000 draws) the smallest bulk ESS was 92, 341, 1,119, 3,012 and 2,741
+#: with r = 1, 2, 4, 8, 16: up to r = 4 the window, not ε, limits the moves (ε rose to its
+#: cap with acceptance above the target).
+MAX_DEFAULT_RADIUS = 8
+
+
+def radius_for(space: DiscreteSpace, radius=None) -> int:
+    """``radius`` checked (r ≥ 1, an integer), or by default min(k − 1, :data:`MAX_DEFAULT_RADIUS`)
+    for k values: on small value sets the window then holds every value and this is NCG.
+
+    Parameters
+    ----------
+    space : gradmc.spaces.DiscreteSpace
+        The target's space.
+    radius : int, optional
+        The radius asked for.
+    """
+    return int(check_radius(min(space.num_values - 1, MAX_DEFAULT_RADIUS) if radius is None else radius))
 
 
 def check_space(space: DiscreteSpace) -> DiscreteSpace:
@@ -91,7 +119,7 @@ def build_kernel():
     return kernel
 
 
-def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, step_size, radius=2) -> SamplingAlgorithm:
+def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, step_size, radius=None) -> SamplingAlgorithm:
     """BlackJAX-style ``SamplingAlgorithm`` of ordinal NCG.
 
     Parameters
@@ -102,9 +130,9 @@ def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, step_size, r
         The target's space (ordered values).
     step_size : float
         ε > 0.
-    radius : int
-        r ≥ 1: a coordinate moves by at most r value indices.
+    radius : int, optional
+        r ≥ 1: a coordinate moves by at most r value indices (default: :func:`radius_for`).
     """
     step_size = check_positive_param("ordinal-NCG step size ε", step_size)
-    kernel_args = (check_space(space), step_size, int(check_radius(radius)))
+    kernel_args = (check_space(space), step_size, radius_for(space, radius))
     return build_sampling_algorithm(build_kernel(), init, logdensity_fn, kernel_args=kernel_args)

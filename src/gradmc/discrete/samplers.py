@@ -156,7 +156,7 @@ def build_ncg(target: Target, num_warmup: int, step_size=0.5, adapt="dual_averag
     kernel_options=("step_size", "radius"),
 )
 def build_ordinal_ncg(
-    target: Target, num_warmup: int, step_size=0.5, radius=2, adapt="dual_averaging", target_accept=TARGET_ACCEPT
+    target: Target, num_warmup: int, step_size=0.5, radius=None, adapt="dual_averaging", target_accept=TARGET_ACCEPT
 ):
     """Ordinal NCG (:mod:`gradmc.discrete.ordinal_ncg`), its step size ε adapted in warm-up.
 
@@ -168,15 +168,16 @@ def build_ordinal_ncg(
         Warm-up steps: ε follows ``adapt`` during them and is frozen after.
     step_size : float
         ε > 0: the first value of the warm-up, or the value used throughout with ``adapt=None``.
-    radius : int
-        r ≥ 1: a coordinate moves by at most r value indices per step.
+    radius : int, optional
+        r ≥ 1: a coordinate moves by at most r value indices per step (default min(k − 1, 8)
+        for k values, :func:`gradmc.discrete.ordinal_ncg.radius_for`: on small value sets the
+        window holds every value and this is NCG).
     adapt : {"dual_averaging", "robbins_monro", None}
         The warm-up rule (dual averaging of log ε towards ``target_accept``); None keeps ε.
     target_accept : float
         The mean acceptance probability aimed at (default 0.574, as NCG's).
     """
-    ordinal_ncg.check_space(check_space(target, "ordinal-ncg"))
-    radius = int(check_radius(radius))
+    radius = ordinal_ncg.radius_for(ordinal_ncg.check_space(check_space(target, "ordinal-ncg")), radius)
     return _first_order_sampler("ordinal-ncg", ordinal_ncg, target, num_warmup, step_size, adapt, target_accept, radius)
 
 
