@@ -136,18 +136,19 @@ def _flat_logdensity(x):
 
 
 def _kernel_apis():
-    from gradmc.continuous import hmc, mala, rwm
+    from gradmc.continuous import hmc, mala, ram, rwm
 
     mass = jnp.ones(4)
     return {
         "mala": lambda f: mala.as_top_level_api(f, 0.2, preconditioner=np.diag([1.0, 2.0, 2.0, 2.0])),
         "rwm": lambda f: rwm.as_top_level_api(f, 0.8),
+        "ram": lambda f: ram.as_top_level_api(f, 0.8),
         "hmc": lambda f: hmc.as_top_level_api(f, 0.3, mass, num_integration_steps=5),
         "nuts": lambda f: hmc.as_top_level_api(f, 0.3, mass, kind="nuts"),
     }
 
 
-@pytest.mark.parametrize("name", ["mala", "rwm", "hmc", "nuts"])
+@pytest.mark.parametrize("name", ["mala", "rwm", "ram", "hmc", "nuts"])
 def test_kernels_run_on_a_dict_position(name):
     """The kernel moves a dict position as it moves its flat vector: the same keys give the
     same chain (so the flat kernels' statistical tests carry over), and every state keeps the

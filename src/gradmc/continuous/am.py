@@ -8,7 +8,8 @@ The update of Titsias & Dellaportas' released code: after each step at ``x``,
 chain is random-walk Metropolis with covariance ``delta L L^T`` (the RWM kernel).
 An update that would make L non-finite or give it a diagonal entry below 1e-3 is skipped.
 
-The kernel is RWM's (:mod:`gradmc.continuous.rwm`, step size ``sqrt(delta)``, factor ``L``);
+The kernel is RWM's (:mod:`gradmc.continuous.rwm`, step size ``sqrt(delta)``, factor ``L``,
+on the flat vector of a pytree position);
 what is adaptive is its warm-up rule (:func:`rule`, a :class:`gradmc.adapt.warmup.Rule`):
 the update depends on the warm-up step ``t``, which a ``SamplingAlgorithm`` step does not see.
 """
@@ -22,6 +23,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
 from gradmc.adapt.warmup import Rule
+from gradmc.pytrees import ravel
 
 __all__ = ["AMAdaptation", "init", "am_update", "rule"]
 
@@ -103,9 +105,9 @@ def rule(initial_scale, target_accept: float = 0.25) -> Rule:
         return {"step_size": jnp.sqrt(state.scale), "chol": state.chol}
 
     return Rule(
-        init=lambda kernel_state: init(kernel_state.position, initial_scale),
+        init=lambda kernel_state: init(ravel(kernel_state.position), initial_scale),
         update=lambda state, kernel_state, info, t: am_update(
-            state, kernel_state.position, jnp.nan_to_num(info.acceptance_rate), t, target_accept=target_accept
+            state, ravel(kernel_state.position), jnp.nan_to_num(info.acceptance_rate), t, target_accept=target_accept
         ),
         current=kernel_params,
         final=lambda state: {**kernel_params(state), "scale": state.scale, "mean": state.mean},

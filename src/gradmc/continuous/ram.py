@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from blackjax.base import build_sampling_algorithm
 
 from gradmc.base import SamplingAlgorithm, mh_accept
+from gradmc.pytrees import flat_view
 
 __all__ = ["RAMState", "RAMInfo", "init", "build_kernel", "as_top_level_api"]
 
@@ -49,8 +50,8 @@ def init(position, logdensity_fn) -> RAMState:
 
     Parameters
     ----------
-    position : array
-        The starting point.
+    position : array or pytree
+        The starting point (a pytree moves as its flat vector, :mod:`gradmc.pytrees`).
     logdensity_fn : callable
         The unnormalised log density.
     """
@@ -89,7 +90,8 @@ def build_kernel(max_tries: int = 10_000):
 
     def kernel(rng_key, state: RAMState, logdensity_fn, step_size):
         k1, k2, k3, k_mh = jax.random.split(rng_key, 4)
-        x, lx = state.position, state.logdensity
+        x, logdensity_fn, unravel = flat_view(state.position, logdensity_fn)
+        lx = state.logdensity
 
         def le(logdensity):
             return jnp.logaddexp(logdensity, LOG_EPS)
@@ -100,7 +102,7 @@ def build_kernel(max_tries: int = 10_000):
         log_ratio = lxs + jnp.minimum(0.0, le(lx) - le(lz)) - lx - jnp.minimum(0.0, le(lxs) - le(lz))
         capped = ~(ok1 & ok2 & ok3)
         accept, prob, nonfinite = mh_accept(k_mh, jnp.where(capped, -jnp.inf, log_ratio))
-        new = jax.lax.cond(accept, lambda: RAMState(xs, lxs), lambda: state)
+        new = jax.lax.cond(accept, lambda: RAMState(unravel(xs), lxs), lambda: state)
         return new, RAMInfo(prob, accept, nonfinite | capped, n1 + n2 + n3)
 
     return kernel
