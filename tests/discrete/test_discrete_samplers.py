@@ -593,6 +593,8 @@ def test_an_ordinal_ncg_window_holding_every_value_is_ncg():
     assert ordinal_ncg.radius_for(WIDE) == WIDE.num_values - 1 == 7
     assert ordinal_ncg.radius_for(Ordinal(np.arange(60.0), 2)) == ordinal_ncg.MAX_DEFAULT_RADIUS == 8
     assert ordinal_ncg.radius_for(BINARY) == 1 and ordinal_ncg.radius_for(WIDE, 2) == 2
+    states = jnp.asarray(all_states(WIDE))  # the kernel's binary search finds the space's own indices
+    np.testing.assert_array_equal(jax.vmap(lambda x: ordinal_ncg.value_index(WIDE, x))(states), WIDE.to_index(states))
     state = proposals.init(jnp.asarray([-0.5, 2.5]), TARGET.logdensity_fn)
     a, b = ncg.coefficients(state, 0.7)
     logits, window = ordinal_ncg.window_logits(WIDE.to_index(state.position), a, b, WIDE, WIDE.num_values - 1)
