@@ -317,6 +317,11 @@ class BoundSampler(NamedTuple):
     * ``finalize(warmup_state) -> (kernel_state, params)``: adaptation stops here.
     * ``step(key, kernel_state, params) -> (kernel_state, StepStats)``: a fixed kernel.
     * ``position(state)`` reads the position from a warm-up or kernel state.
+    * ``refresh(key, state) -> state``: the same warm-up or kernel state, with what it caches
+      of the log density at its position (value, gradient) computed again from the log
+      density this sampler was bound to. A composed sampler (:mod:`gradmc.composed`) calls
+      it after another block has moved; None for a sampler whose state holds more than its
+      position (tempering replicas, a temperature, a history), which cannot move a block.
 
     ``params`` (the adapted step size, preconditioner, ...) are returned with the run.
     Parts of the warm-up state or of ``params`` wrapped in :class:`Shared` have no chain
@@ -332,6 +337,8 @@ class BoundSampler(NamedTuple):
         The functions above.
     adapts_in_warmup : bool
         Whether the warm-up learns anything.
+    refresh : callable, optional
+        The function above (None: the sampler cannot move one block of a composed sampler).
     """
 
     name: str
@@ -341,6 +348,7 @@ class BoundSampler(NamedTuple):
     step: Callable
     position: Callable
     adapts_in_warmup: bool = True
+    refresh: Callable | None = None
 
 
 class Sampler(NamedTuple):

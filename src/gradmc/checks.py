@@ -40,7 +40,7 @@ def check_positive(name: str, value, *, integer: bool = False) -> None:
     integer : bool
         Also require an integral value.
     """
-    ok = value is not None and jnp.all(jnp.asarray(value) > 0)
+    ok = value is not None and bool(np.all(np.asarray(value) > 0))
     if integer:
         ok = ok and float(value) == int(value)
     if not ok:

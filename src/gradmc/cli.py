@@ -40,17 +40,48 @@ def _parse_options(pairs: list[str] | None, flag: str = "--option") -> dict:
     return options
 
 
-def _per_sampler_options(pairs: list[str] | None, names: list[str]) -> dict[str, dict]:
+def _per_sampler_options(
+    pairs: list[str] | None, names: list[str], what: str = "--samplers", form: str = "SAMPLER"
+) -> dict[str, dict]:
     """``["hmc.num_integration_steps=5"]`` -> ``{"hmc": {"num_integration_steps": 5}, ...}`` for ``names``."""
     options: dict[str, dict] = {name: {} for name in names}
     for key, value in _parse_options(pairs, "--option").items():
-        name, dot, option = key.partition(".")
+        name, dot, option = key.rpartition(".")
         if not dot or not option:
-            raise ValueError(f"compare's --option expects SAMPLER.KEY=VALUE, got {key!r}")
+            raise ValueError(f"--option with {what} expects {form}.KEY=VALUE, got {key!r}")
         if name not in options:
-            raise ValueError(f"--option {key}: {name!r} is not among --samplers ({', '.join(names)})")
+            raise ValueError(f"--option {key}: {name!r} is not among {what} ({', '.join(names)})")
         options[name][option] = value
     return options
+
+
+def _sampler_choice(gradmc, text: str, pairs: list[str] | None):
+    """What ``sample --sampler`` names: one sampler (with ``--option KEY=VALUE``), ``auto``, or
+    one sampler per part of a mixed model, ``beta=nuts,gamma=pavg`` (``mu+sigma=mala`` moves
+    two parts together; ``--option gamma.step_size=0.1``).
+    """
+    if "=" not in text:
+        if text.strip() == "auto":
+            if pairs:
+                raise ValueError("--option needs a named sampler; 'auto' takes none")
+            return "auto"
+        return _sampler(gradmc, text.strip(), _parse_options(pairs))
+    blocks = {}
+    for pair in text.split(","):
+        label, sep, name = (side.strip() for side in pair.partition("="))
+        if not sep or not label or not name:
+            raise ValueError(f"--sampler expects NAME or PART=NAME,PART=NAME, got {pair.strip()!r} in {text!r}")
+        blocks[label] = name
+    options = _per_sampler_options(pairs, list(blocks), "--sampler's parts", "PART")
+    choice = {}
+    for label, name in blocks.items():
+        parts = tuple(part.strip() for part in label.split("+"))
+        if name == "auto" and options[label]:
+            raise ValueError(f"--option {label}.*: 'auto' takes no options")
+        choice[parts if len(parts) > 1 else parts[0]] = (
+            name if name == "auto" else _sampler(gradmc, name, options[label])
+        )
+    return choice
 
 
 class _Version(argparse.Action):
@@ -119,9 +150,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sample", help="run one sampler on a target; summary table, trace file and plots")
     _target_args(p)
-    p.add_argument("--sampler", required=True)
     p.add_argument(
-        "--option", action="append", metavar="KEY=VALUE", help="sampler option (repeatable; gradmc describe SAMPLER)"
+        "--sampler",
+        required=True,
+        metavar="NAME",
+        help=(
+            "a sampler (gradmc list), auto, or for a mixed model one per part: beta=nuts,gamma=pavg "
+            "(parts not named: auto)"
+        ),
+    )
+    p.add_argument(
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="sampler option (repeatable; gradmc describe SAMPLER); PART.KEY=VALUE with one sampler per part",
     )
     p.add_argument(
         "--extended",
@@ -332,10 +374,11 @@ def _cmd_sample(gradmc, args) -> int:
         raise ValueError("--extended-option needs --extended N")
     _check_draws(args.draws)
     target = _load_target(gradmc, args)
-    recipe = _sampler(gradmc, args.sampler, _parse_options(args.option))
+    recipe = _sampler_choice(gradmc, args.sampler, args.option)
     extended_options = _parse_options(args.extended_option, "--extended-option")
     _check_checkpoint(args)
-    out = _writable_folder(args.out or Path("out") / f"{target.name}-{recipe.name}", "--out")
+    run_name = recipe.name if hasattr(recipe, "name") else re.sub(r"[^\w+.-]+", "_", args.sampler)
+    out = _writable_folder(args.out or Path("out") / f"{target.name}-{run_name}", "--out")
     trace = _sampling(
         lambda: gradmc.sample(
             target,

@@ -21,7 +21,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ import numpy as np
 
 from gradmc.base import Target
 from gradmc.registry import target as registered_target
-from gradmc.spaces import Binary, Categorical, Real, Space, Spin
+from gradmc.spaces import Binary, Categorical, Product, Real, Space, Spin
 from gradmc.variables import Variables
 
 __all__ = ["from_function", "resolve_target", "parse_space", "load_target", "SPACE_FORMS"]
@@ -123,6 +123,64 @@ def _check_scalar_and_pure(logdensity_fn: Callable, space: Space, name: str) -> 
         )
 
 
+def _decoded(part: Space, value):
+    """A discrete part's value as a user reads it: integers (a category's index for one-hot
+    rows, the value for 0/1, ±1 and integer-valued ordinal parts); real parts as they are.
+    """
+    if isinstance(part, Categorical):
+        rows = value.reshape(-1, part.k)
+        # a one-hot row's index; any other row (a coordinate moved off the space, as the run
+        # warnings do to name it) reads as another number
+        index = rows @ jnp.arange(part.k, dtype=rows.dtype) + part.k * (1 - rows.sum(-1))
+        return jnp.round(index).astype(jnp.int32)
+    integral = part.is_discrete and np.all(np.asarray(part.values) == np.round(part.values))
+    return jnp.round(value).astype(jnp.int32) if integral else value
+
+
+def _product_target(logdensity_fn: Callable, init, spaces: Mapping, name: str) -> Target:
+    """The Target of a log density of pytree positions, some entries of which lie on the
+    discrete spaces ``spaces`` names (the rest real): a :class:`~gradmc.spaces.Product`.
+    """
+    if init is None or not _is_pytree(init):
+        raise TypeError(
+            "space= as a dict names entries of a pytree position: give init= as one such position, e.g. "
+            "{'beta': jnp.zeros(3), 'gamma': jnp.zeros(10)} for space={'gamma': gradmc.spaces.Binary(10)}"
+        )
+    variables = Variables.from_pytree(init)
+    unknown = sorted(set(spaces) - set(variables.shapes))
+    if unknown:
+        raise ValueError(
+            f"space= names {', '.join(map(repr, unknown))}, not entries of init: {', '.join(variables.shapes)}"
+        )
+    parts = {}
+    for entry, shape in variables.shapes.items():
+        size = int(np.prod(shape, dtype=np.int64))
+        part = _as_space(spaces[entry]) if entry in spaces else Real(size)
+        if isinstance(part, Product) or part.dim != size:
+            raise ValueError(f"init's entry {entry!r} has {size} entries; its space {part} has {part.dim}")
+        parts[entry] = part
+    space = Product(parts)
+    start = variables.flatten(init)
+    space.validate(np.asarray(start), what=f"init of {name!r}")
+    unflatten = variables.unflatten
+
+    def fn(x):
+        return logdensity_fn(unflatten(x))
+
+    def named(position):
+        return {entry: _decoded(parts[entry], value) for entry, value in variables.fn(position).items()}
+
+    _check_scalar_and_pure(fn, space, name)
+    return Target(
+        name=name,
+        logdensity_fn=fn,
+        space=space,
+        description=f"user model {name} on {space}",
+        initial_position=lambda key: start,
+        variables=Variables(named, space.event_shape, unflatten=unflatten, treedef=variables.treedef),
+    )
+
+
 def _program_text(closed_jaxpr) -> str:
     """The trace as text, without the memory addresses of Python callables it may name."""
     return re.sub(r" at 0x[0-9a-fA-F]+", "", str(closed_jaxpr.jaxpr))
@@ -153,7 +211,10 @@ def from_function(
     On a continuous space the position may be a pytree: with
     ``init={"mu": 0.0, "theta": jnp.zeros(8)}``, ``logdensity_fn`` receives such dicts,
     the samplers move the flattened vector (``jax.flatten_util.ravel_pytree`` order) and
-    traces name the variables ``mu`` and ``theta``.
+    traces name the variables ``mu`` and ``theta``. With ``space`` a dict naming the spaces
+    of some entries (``space={"gamma": Binary(10)}``), those entries are discrete and the rest
+    real: the target lives on a :class:`~gradmc.spaces.Product` (a mixed model), and traces
+    show its discrete entries as integers (a category's index for one-hot rows).
 
     Parameters
     ----------
@@ -163,9 +224,10 @@ def from_function(
     init : array or pytree, optional
         One starting position, shared by every chain; on its own it fixes the space,
         ``Real`` of its size.
-    space : Space or str, optional
+    space : Space, str or dict, optional
         The space (``gradmc.spaces.Binary(100)``, or a text such as ``"categorical:4x900"``,
-        see :func:`parse_space`); needed for discrete models.
+        see :func:`parse_space`); needed for discrete models. A dict from entries of a pytree
+        ``init`` to their spaces makes a mixed model.
     name : str, optional
         The name traces carry (default: the function's name).
 
@@ -180,6 +242,8 @@ def from_function(
     if not callable(logdensity_fn):
         raise TypeError(f"logdensity_fn must be callable, got {type(logdensity_fn).__name__}")
     name = name or _function_name(logdensity_fn)
+    if isinstance(space, Mapping):
+        return _product_target(logdensity_fn, init, space, name)
     if init is None and space is None:
         raise TypeError(
             f"the log density {name!r} needs init= (a starting position, e.g. jnp.zeros(10) or "

@@ -49,9 +49,21 @@ def format_params(params) -> str:
     """
     if params is None:
         return "nothing learned in warm-up"
+    return "learned in warm-up: " + ("; ".join(_learned(params)) or "nothing")
+
+
+def _learned(params, prefix: str = "") -> list[str]:
+    """:func:`format_params`'s phrases, one per parameter; a composed sampler's blocks
+    (a dict of dicts) as ``block: ...``.
+    """
     items = params._asdict().items() if hasattr(params, "_asdict") else dict(params).items()
     parts = []
     for name, value in items:
+        if isinstance(value, dict):
+            inner = _learned(value)
+            parts.append(f"{prefix}{name}: " + (", ".join(inner) if inner else "nothing"))
+            continue
+        name = f"{prefix}{name}"
         if not hasattr(value, "shape"):
             continue
         x = np.asarray(value)
@@ -72,7 +84,7 @@ def format_params(params) -> str:
             parts.append(f"{name} {x.shape[1]}x{x.shape[2]} (condition number {cond:.3g})")
         else:
             parts.append(f"{name} shape {x.shape[1:]}")
-    return "learned in warm-up: " + ("; ".join(parts) if parts else "nothing")
+    return parts
 
 
 def format_table(rows: Sequence[dict], columns: Sequence[str] | None = None, title: str | None = None) -> str:

@@ -3,6 +3,8 @@
 ``Real(d)`` is the continuous space. The discrete spaces are ``Binary(d)`` ({0,1}^d),
 ``Spin(d)`` ({-1,+1}^d), ``Ordinal(values, d)`` (any sorted real values per coordinate)
 and ``Categorical(k, d)`` (d one-hot rows of length k, Rhodes & Gutmann 2022, App. A).
+``Product`` joins named parts of these spaces (a mixed model's continuous and discrete
+unknowns) into one flat position.
 
 Every discrete space has ``values``, the value set of one coordinate: shape ``(k,)`` for
 the scalar spaces and ``(k, k)`` (the one-hot rows) for ``Categorical``, so a position is
@@ -28,6 +30,7 @@ __all__ = [
     "Spin",
     "Ordinal",
     "Categorical",
+    "Product",
 ]
 
 
@@ -364,3 +367,69 @@ class Categorical(DiscreteSpace):
 
     def __str__(self) -> str:
         return f"Categorical(k={self.k}, d={self.d})"
+
+
+class Product(Space):
+    """Positions made of named parts, each in a space of its own (a mixed model's
+    continuous parameters beside its discrete latent variables), held as one flat vector:
+    the parts' entries one after the other, in the order given.
+
+    Parameters
+    ----------
+    parts : mapping of str to Space
+        Each part's name and space, in the order of the flat vector.
+    """
+
+    def __init__(self, parts):
+        parts = dict(parts)
+        if not parts:
+            raise ValueError("Product needs at least one part")
+        for name, part in parts.items():
+            if not isinstance(part, Space) or isinstance(part, Product):
+                raise TypeError(f"part {name!r} of a Product must be a Real or discrete space, got {part!r}")
+        self.parts = parts
+        ends = np.cumsum([part.dim for part in parts.values()])
+        self.slices = {
+            name: slice(int(end - part.dim), int(end)) for (name, part), end in zip(parts.items(), ends, strict=True)
+        }
+
+    @property
+    def event_shape(self) -> tuple[int, ...]:  # type: ignore[override]
+        """``(n,)``, n the parts' entries in all."""
+        return (sum(part.dim for part in self.parts.values()),)
+
+    @property
+    def discrete_parts(self) -> list[str]:
+        """The names of the discrete parts."""
+        return [name for name, part in self.parts.items() if part.is_discrete]
+
+    def part(self, position, name: str):
+        """Part ``name`` of ``position`` (or of a batch of them), shaped as its space's positions.
+
+        Parameters
+        ----------
+        position : array_like
+            Flat positions ``(..., n)``.
+        name : str
+            The part.
+        """
+        batch = position.shape[:-1]
+        return position[..., self.slices[name]].reshape(*batch, *self.parts[name].event_shape)
+
+    def validate(self, position, *, what: str = "position") -> None:
+        """:meth:`Space.validate`, and each part of ``position`` (or of a batch) in its own space."""
+        super().validate(position, what=what)
+        arr = np.asarray(position)
+        for name, part in self.parts.items():
+            part.validate(self.part(arr, name), what=f"{what}, entry {name!r},")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Product) and self.parts == other.parts
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.parts.items()))
+
+    def __str__(self) -> str:
+        return "Product(" + ", ".join(f"{name}: {part}" for name, part in self.parts.items()) + ")"
+
+    __repr__ = __str__

@@ -190,7 +190,25 @@ def explore_then_fit_sampler(
             return jnp.where(state.fitted, state.kernel.position, explorer.position(state.explorer))
         return state.position
 
-    return BoundSampler(name, init, warmup_step, finalize, step, position, adapts_in_warmup=True)
+    def refresh(key, state):
+        if not isinstance(state, ExploreFitState):
+            return kernel_init(key, state.position)
+        key_explorer, key_kernel = jax.random.split(key)
+        return state._replace(
+            explorer=explorer.refresh(key_explorer, state.explorer),
+            kernel=kernel_init(key_kernel, state.kernel.position),
+        )
+
+    return BoundSampler(
+        name,
+        init,
+        warmup_step,
+        finalize,
+        step,
+        position,
+        adapts_in_warmup=True,
+        refresh=None if explorer.refresh is None else refresh,
+    )
 
 
 def pooled_dense_fit(fit_sums: Callable) -> Callable:

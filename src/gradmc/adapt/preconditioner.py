@@ -481,4 +481,9 @@ def learning_sampler(
     def position(state):
         return state.kernel.position if isinstance(state, LearningState) else state.position
 
-    return BoundSampler(name, init, warmup_step, finalize, step, position)
+    def refresh(key, state):
+        if isinstance(state, LearningState):
+            return state._replace(kernel=kernel_init(key, state.kernel.position))
+        return kernel_init(key, state.position)
+
+    return BoundSampler(name, init, warmup_step, finalize, step, position, refresh=refresh)

@@ -155,6 +155,7 @@ def bind(
     *,
     adapts_in_warmup: bool | None = None,
     position: Callable | None = None,
+    refresh: Callable | bool = True,
 ) -> BoundSampler:
     """The :class:`~gradmc.base.BoundSampler` of ``kernel`` with fixed ``params`` and a warm-up ``rule``.
 
@@ -180,8 +181,21 @@ def bind(
         never moves, such as a fixed step size, may say False).
     position : callable, optional
         ``position(kernel_state)`` (default: ``kernel_state.position``).
+    refresh : callable or bool
+        ``refresh(key, kernel_state) -> kernel_state`` with the cached log density and
+        gradient computed again (:class:`~gradmc.base.BoundSampler`); True (default):
+        ``kernel_init`` at the state's position, for states that hold nothing else; False: the
+        state holds more (replicas, a temperature), and the sampler cannot move one block of
+        a composed sampler.
     """
     read = position or (lambda state: state.position)
+    if refresh is True:
+        refresh = lambda key, state: kernel_init(key, read(state))  # noqa: E731
+
+    def refresh_state(key, state):
+        if isinstance(state, WarmupState):
+            return state._replace(kernel=refresh(key, state.kernel))
+        return refresh(key, state)
 
     def step(key, state, params):
         state, info = kernel(key, state, **params)
@@ -209,6 +223,7 @@ def bind(
         step=step,
         position=lambda state: read(state.kernel) if isinstance(state, WarmupState) else read(state),
         adapts_in_warmup=(rule is not None) if adapts_in_warmup is None else adapts_in_warmup,
+        refresh=refresh_state if refresh else None,
     )
 
 

@@ -91,6 +91,7 @@ def _plain_sampler(name: str, init: Callable, one_step: Callable, params: dict, 
         params,
         lambda state, stats, params: stats,
         position=position,
+        refresh=False,  # RAM's shape matrix, equi-energy's rings: more than the position
     )
 
 
@@ -397,6 +398,7 @@ def build_ct_hmc(
         stats,
         window._replace(final=lambda state: {**window.final(state), "log_z_estimate": log_z}),
         position=lambda state: tempering.split(state.position)[0],
+        refresh=False,  # the state holds the temperature too
     )
 
 
@@ -508,6 +510,11 @@ def gad_sampler(
     def position(state):
         return state.state.position if isinstance(state, gad.GadAdaptState) else state.position
 
+    def refresh(key, state):
+        if isinstance(state, gad.GadAdaptState):
+            return state._replace(state=gad.init(state.state.position, logdensity_fn))
+        return (mala.init if langevin else rwm.init)(state.position, logdensity_fn)
+
     return BoundSampler(
         f"gad{method}",
         lambda key, position: gad.adaptive_init(position, logdensity_fn, L0, beta0, G0),
@@ -515,6 +522,7 @@ def gad_sampler(
         finalize,
         step,
         position,
+        refresh=refresh,
     )
 
 
@@ -744,6 +752,7 @@ def build_parallel_tempering(
         step_sizes,
         adapts_in_warmup=bool(adapt),
         position=lambda state: state.replicas.position[0],
+        refresh=False,  # the state holds every replica
     )
 
 
@@ -853,6 +862,7 @@ def build_simulated_tempering(
         pseudo_prior_and_step,
         adapts_in_warmup=bool(adapt),
         position=lambda state: state.point.position,
+        refresh=False,  # the state holds the temperature level too
     )
 
 

@@ -38,6 +38,7 @@ no ESS.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import warnings
 from collections.abc import Callable, Sequence
@@ -456,16 +457,30 @@ def _moments_mixing(moments: dict, name: Namer) -> tuple[list[str], np.ndarray]:
 
 
 def _stuck(trace: Trace, frozen: np.ndarray | None) -> tuple[list[str], np.ndarray]:
-    """Chains that never moved over the kept draws, and the mask of them."""
+    """Chains that never moved over the kept draws, and the mask of them: chains that accepted
+    (almost) nothing, and a discrete sampler's chains whose accepted proposals were all the
+    current state (a ``jump`` of 0 throughout).
+    """
     accept = np.asarray(trace.stats["acceptance_rate"], np.float64)
     rate = accept.reshape(accept.shape[0], -1).mean(axis=1)
     stuck = rate <= STUCK_ACCEPTANCE
+    jump = trace.stats.get("jump") if trace.thinning == 1 else None  # thinned: moves between kept steps unseen
+    standing = np.zeros_like(stuck) if jump is None else np.asarray(jump).reshape(len(rate), -1).max(axis=1) == 0
+    standing &= ~stuck
+    stuck |= standing
     if frozen is not None:
         stuck |= frozen
     if not stuck.any():
         return [], stuck
     chains = np.flatnonzero(stuck)
     rates = ", ".join(f"{rate[i]:.3f}" for i in chains[:_SHOWN])
+    if standing[chains].all():
+        return [
+            f"{_chains(trace, chains)} never moved over the kept draws: the proposals accepted (acceptance rate "
+            f"{rates}) were all the current state, so the first-order proposal misjudges the log density's "
+            "changes here (a log density far from linear in the discrete entries); single-site 'gibbs' moves by "
+            "exact conditionals, or write the log density linear in these entries (docs/mixed-models.md)"
+        ], stuck
     return [
         f"{_chains(trace, chains)} never moved over the kept draws (acceptance rate {rates}): such chains say "
         "nothing about the target and the run has not converged; check that the log density is finite and "
@@ -609,6 +624,51 @@ def _acceptance(trace: Trace, judged: _Judged, skip: np.ndarray) -> list[str]:
     ]
 
 
+def _block_views(trace: Trace) -> list[tuple[str, Trace, Entry | None]]:
+    """A composed sampler's blocks (:mod:`gradmc.composed`: options ``{label: {"sampler": name,
+    ...}}``, statistics ``label.KEY``, learned parameters ``params[label]``), each as a view of
+    the run that the adaptation and acceptance checks read as a run of that sampler alone
+    (the joint log density stands in for the block's); empty for any other run.
+    """
+    blocks = trace.options
+    if not blocks or not all(isinstance(v, dict) and "sampler" in v for v in blocks.values()):
+        return []
+    by_name = {e.name: e for e in samplers()}
+    views = []
+    for label, choice in blocks.items():
+
+        def part(stats, prefix=f"{label}."):
+            own = {key[len(prefix) :]: value for key, value in stats.items() if key.startswith(prefix)}
+            return {**{k: stats[k] for k in ("logdensity", "nonfinite") if k in stats}, **own}
+
+        options = {key: value for key, value in choice.items() if key != "sampler"}
+        params = trace.params.get(label) if isinstance(trace.params, dict) else None
+        view = dataclasses.replace(
+            trace,
+            options=options,
+            stats=part(trace.stats),
+            warmup_stats=part(trace.warmup_stats),
+            params=params,
+            warnings=[],
+        )
+        views.append((label, view, by_name.get(choice["sampler"])))
+    return views
+
+
+def _block_problems(trace: Trace) -> list[str]:
+    """Each block's failed adaptation, stuck chains and acceptance far from its aim, its
+    lines starting ``block LABEL (SAMPLER):``.
+    """
+    found = []
+    for label, view, entry in _block_views(trace):
+        judged = _Judged.of(view, entry)
+        lines, failed = _adaptation(view, judged)
+        stuck_lines, stuck = _stuck(view, None)
+        lines += stuck_lines + _acceptance(view, judged, failed | stuck)
+        found += [f"block {label} ({trace.options[label]['sampler']}): {line}" for line in lines]
+    return found
+
+
 def run_warnings(trace: Trace, entry: Entry | None = None) -> list[str]:
     """The problems of a finished run, one line each (empty for a healthy run).
 
@@ -642,6 +702,7 @@ def run_warnings(trace: Trace, entry: Entry | None = None) -> list[str]:
         mixing = []
     stuck_lines, stuck = _stuck(trace, frozen)
     found += stuck_lines + _transitions(trace, judged) + mixing + _acceptance(trace, judged, failed | stuck)
+    found += _block_problems(trace)
     return [f"{trace.sampler}: {line}" for line in found]
 
 

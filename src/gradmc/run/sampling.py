@@ -16,7 +16,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -29,6 +29,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from gradmc.base import BoundSampler, Sampler, Shared, Target
 from gradmc.checks import check_positive
+from gradmc.composed import AUTO, auto_sampler, composed_sampler
 from gradmc.diagnostics.health import emit_warnings
 from gradmc.extended import pseudo_extended, resample_extended
 from gradmc.models import resolve_target
@@ -48,7 +49,7 @@ from gradmc.run.loop import (
     warmup_step_fn,
 )
 from gradmc.run.store import RunStore, open_store, run_fingerprint
-from gradmc.spaces import DiscreteSpace
+from gradmc.spaces import DiscreteSpace, Product
 from gradmc.trace import RunningMoments, Trace
 
 __all__ = ["sample", "initial_positions", "checkpoint_root", "RunInterrupted"]
@@ -308,8 +309,21 @@ def _check_fits(sampler: Sampler, target: Target) -> None:
     )
 
 
-def _as_sampler(sampler: str | Sampler) -> Sampler:
-    """A registered name's :class:`Sampler`, or ``sampler`` itself."""
+def _as_sampler(sampler, target: Target) -> Sampler:
+    """The :class:`Sampler` that ``sample`` runs: a registered name's, ``sampler`` itself, or
+    on a mixed target (or for a dict of samplers, or ``"auto"``) the blocks' composition
+    (:func:`gradmc.composed.composed_sampler`).
+    """
+    space = target.space
+    if isinstance(space, Product) and (space.discrete_parts or isinstance(sampler, Mapping) or sampler == AUTO):
+        return composed_sampler(space, sampler)
+    if isinstance(sampler, Mapping):
+        raise TypeError(
+            f"a dict of samplers names parts of a mixed target; target {target.name!r} lives on {space}: "
+            "give one sampler"
+        )
+    if sampler == AUTO:
+        sampler = auto_sampler(space)
     sampler = registered_sampler(sampler) if isinstance(sampler, str) else sampler
     if not isinstance(sampler, Sampler):
         raise TypeError(f"sampler must be a name or a gradmc.sampler(...) recipe, got {type(sampler).__name__}")
@@ -606,8 +620,12 @@ def sample(
         The distribution to sample: a Target, a registered target name (``"banana"``), or
         a log-density function of one position (with ``init`` or ``space``, see
         :func:`gradmc.models.resolve_target`).
-    sampler : str or Sampler
-        A registered name (``"mala"``) or ``gradmc.sampler("mala", step_size=0.1)``.
+    sampler : str, Sampler or dict
+        A registered name (``"mala"``), ``gradmc.sampler("mala", step_size=0.1)`` or
+        ``"auto"`` (NUTS on real targets; :func:`gradmc.composed.auto_sampler`). On a mixed
+        target (``space`` a dict) one sampler per block, moved in turn: a dict from an
+        entry (or a tuple of entries) to its sampler, entries not named ``"auto"``
+        (:mod:`gradmc.composed`); one name applies to every block of its kind.
     num_chains, num_warmup, num_draws : int
         Chains, warm-up steps per chain and kept draws per chain.
     seed : int
@@ -619,9 +637,11 @@ def sample(
         target). For a log-density function without ``space``: one position, an array or
         a pytree (dict, NamedTuple, tuple of arrays and scalars) that the function takes;
         the space is then ``Real`` of its size.
-    space : Space or str, optional
+    space : Space, str or dict, optional
         The space of a log-density function's positions (``gradmc.spaces.Binary(100)``
-        or ``"categorical:4x900"``); needed for discrete models.
+        or ``"categorical:4x900"``); needed for discrete models. A dict names the spaces of
+        some entries of a pytree ``init`` (``{"gamma": gradmc.spaces.Binary(10)}``), the
+        rest real: a mixed model.
     progress : bool
         Show a progress bar (only on a terminal, never under ``CI``).
     chunk_size : int, optional
@@ -682,7 +702,7 @@ def sample(
     num_chains, num_warmup, num_draws, thinning = _check_arguments(
         num_chains, num_warmup, num_draws, thinning, chunk_size, checkpoint_every
     )
-    sampler = _as_sampler(sampler)
+    sampler = _as_sampler(sampler, target)
     _check_fits(sampler, target)
     bound: BoundSampler = sampler.bind(target, num_warmup)
     observe = jax.vmap(_observer(bound, target, keep))

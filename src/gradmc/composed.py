@@ -1,0 +1,292 @@
+"""One sampler per block of a mixed position: a Gibbs composition of gradmc's samplers.
+
+A target on a :class:`~gradmc.spaces.Product` space (continuous parameters beside discrete
+latent variables) is split into blocks: a group of parts with one space (all the real parts
+together, by default, and each discrete part on its own). Each step moves every block in
+turn with its own sampler, on the target's conditional given the other blocks' current
+values (a deterministic-scan Gibbs sweep, whose kernel leaves the joint target invariant
+because each block's kernel leaves its conditional invariant). Before a block moves, the
+log density and gradient its state caches are computed again (``BoundSampler.refresh``),
+since the other blocks have moved since it last did: one log-density+gradient evaluation
+per block and step, counted in ``num_grad_evals``.
+
+Warm-up tunes every block while the others move (NUTS's step size and mass matrix, a
+discrete sampler's step size, learned preconditioner or number of flips); the kept draws
+use the frozen kernels. ``trace.params`` holds each block's learned parameters under its
+label (``"beta"``, or ``"mu+sigma"`` for a group).
+
+:func:`auto_sampler` is what ``"auto"`` picks for a block's space (docs/mixed-models.md
+says why).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gradmc.base import BoundSampler, Sampler, Target, step_stats
+from gradmc.registry import sampler as registered_sampler
+from gradmc.registry import sampler_entry
+from gradmc.spaces import Binary, Categorical, Ordinal, Product, Real, Space, Spin
+
+__all__ = ["AUTO", "auto_sampler", "Block", "blocks", "composed_sampler"]
+
+AUTO = "auto"
+
+# what "auto" runs on a block of each kind of space
+_AUTO_CHOICE = {Real: "nuts", Binary: "ncg", Spin: "ncg", Categorical: "ncg", Ordinal: "ordinal-ncg"}
+
+
+def auto_sampler(space: Space) -> str:
+    """The sampler ``"auto"`` runs on a block (or a whole target) on ``space``: NUTS on real
+    blocks, NCG on binary, spin and categorical ones, ordinal-NCG on ordinal ones. Where the
+    log density is linear in a block's 0/1 or one-hot entries given the rest (a mixture's
+    assignments, George & McCulloch's spike and slab), NCG's first-order proposal is the
+    sites' exact conditionals, all moved at once; docs/mixed-models.md has the runs behind
+    these choices, and the model forms where single-site ``"gibbs"`` is the better block sampler.
+
+    Parameters
+    ----------
+    space : Space
+        The block's space.
+    """
+    if isinstance(space, Product):
+        raise TypeError("a Product space is split into blocks first (gradmc.composed.blocks)")
+    return _AUTO_CHOICE[type(space)]
+
+
+class Block(NamedTuple):
+    """Parts of a :class:`~gradmc.spaces.Product` moved together by one sampler.
+
+    Parameters
+    ----------
+    label : str
+        The parts' names joined by ``+`` (the key of the block's learned parameters).
+    parts : tuple of str
+        The parts.
+    space : Space
+        Their joint space (the parts' entries one after the other).
+    index : ndarray
+        Where the block's entries sit in the flat position.
+    sampler : Sampler
+        What moves it.
+    """
+
+    label: str
+    parts: tuple[str, ...]
+    space: Space
+    index: np.ndarray
+    sampler: Sampler
+
+
+def _joint_space(product: Product, parts: tuple[str, ...]) -> Space:
+    """One space for ``parts`` moved together: their common kind, with the entries summed."""
+    spaces = [product.parts[name] for name in parts]
+    first = spaces[0]
+    if len(spaces) == 1:
+        return first
+    if all(isinstance(s, Real) for s in spaces):
+        return Real(sum(s.dim for s in spaces))
+    same_values = all(
+        type(s) is type(first) and s.is_discrete and np.array_equal(s.values, first.values) for s in spaces
+    )
+    if not same_values:
+        raise ValueError(
+            f"the parts {', '.join(parts)} are moved by one sampler but lie on different spaces "
+            f"({', '.join(map(str, spaces))}); group parts of one kind with the same values"
+        )
+    if isinstance(first, Categorical):
+        return Categorical(first.k, sum(s.d for s in spaces))
+    if isinstance(first, Ordinal):
+        return Ordinal(first.values, sum(s.d for s in spaces))
+    return type(first)(sum(s.d for s in spaces))
+
+
+def _as_block_sampler(choice, space: Space, label: str) -> Sampler:
+    """The :class:`Sampler` of a block: ``choice`` (a registered name, ``"auto"`` or a
+    ``gradmc.sampler(...)``), checked to sample ``space``.
+    """
+    if isinstance(choice, str):
+        choice = registered_sampler(auto_sampler(space) if choice == AUTO else choice)
+    if not isinstance(choice, Sampler):
+        raise TypeError(
+            f"the sampler of {label!r} must be a name or a gradmc.sampler(...), got {type(choice).__name__}"
+        )
+    kind = "discrete" if space.is_discrete else "continuous"
+    entry_kind = sampler_entry(choice.name).kind
+    if entry_kind not in ("any", kind):
+        raise ValueError(
+            f"sampler {choice.name!r} samples {entry_kind} spaces; {label!r} lies on {space}. "
+            f"'auto' would run {auto_sampler(space)!r} there"
+        )
+    return choice
+
+
+def blocks(space: Product, choice) -> list[Block]:
+    """The blocks of ``space`` and their samplers.
+
+    ``choice`` is ``"auto"``, one sampler name (for every block of its kind; ``"auto"`` for the
+    rest) or a dict from a part's name, or a tuple of names moved together, to a sampler;
+    parts not named get ``"auto"``, all real parts together and each discrete part alone.
+
+    Parameters
+    ----------
+    space : Product
+        The target's space.
+    choice : str, Sampler or dict
+        What moves which parts.
+    """
+    if not isinstance(choice, Mapping):
+        single = choice if isinstance(choice, Sampler) else registered_sampler(choice) if choice != AUTO else None
+        kind = None if single is None else sampler_entry(single.name).kind
+        choice = {
+            name: single
+            for name, part in space.parts.items()
+            if single is not None and kind in ("any", "discrete" if part.is_discrete else "continuous")
+        }
+    grouped: dict[tuple[str, ...], object] = {}
+    named: set[str] = set()
+    for key, value in choice.items():
+        parts = (key,) if isinstance(key, str) else tuple(key)
+        for name in parts:
+            if name not in space.parts:
+                raise ValueError(f"no part named {name!r}; the parts are {', '.join(space.parts)}")
+            if name in named:
+                raise ValueError(f"part {name!r} is given two samplers")
+            named.add(name)
+        grouped[parts] = value
+    rest = [name for name in space.parts if name not in named]
+    real_rest = tuple(name for name in rest if not space.parts[name].is_discrete)
+    if real_rest:
+        grouped[real_rest] = AUTO
+    grouped.update({(name,): AUTO for name in rest if space.parts[name].is_discrete})
+    order = list(space.parts)
+    result = []
+    for parts, value in sorted(grouped.items(), key=lambda item: order.index(item[0][0])):
+        parts = tuple(sorted(parts, key=order.index))
+        label = "+".join(parts)
+        joint = _joint_space(space, parts)
+        index = np.concatenate([np.arange(space.slices[name].start, space.slices[name].stop) for name in parts])
+        result.append(Block(label, parts, joint, index, _as_block_sampler(value, joint, label)))
+    return result
+
+
+def _combined_stats(stats: list, labels: list[str], refreshes: int):
+    """One step's statistics from its blocks': the log density after the sweep (the joint's),
+    the blocks' mean acceptance, every evaluation counted; each block's acceptance rate
+    and step size, and its own extra statistics, under its label in ``extra``.
+    """
+    extra = {}
+    for label, s in zip(labels, stats, strict=True):
+        extra[f"{label}.acceptance_rate"] = s.acceptance_rate
+        extra[f"{label}.step_size"] = s.step_size
+        extra.update({f"{label}.{key}": value for key, value in s.extra.items()})
+    return step_stats(
+        stats[-1].logdensity,
+        jnp.mean(jnp.stack([s.acceptance_rate for s in stats])),
+        jnp.any(jnp.stack([s.is_accepted for s in stats])),
+        num_grad_evals=sum(s.num_grad_evals for s in stats) + refreshes,
+        diverging=jnp.any(jnp.stack([s.diverging for s in stats])),
+        nonfinite=jnp.any(jnp.stack([s.nonfinite for s in stats])),
+        extra=extra,
+    )
+
+
+def _build(target: Target, num_warmup: int, layout: list[Block]) -> BoundSampler:
+    """The :class:`BoundSampler` of a Gibbs sweep over ``layout``'s blocks (module doc)."""
+
+    def bound(block: Block, position) -> BoundSampler:
+        def conditional(x):
+            return target.logdensity_fn(position.at[block.index].set(jnp.ravel(x)))
+
+        view = Target(f"{target.name} | {block.label}", conditional, block.space)
+        with jax.ensure_compile_time_eval():  # the builder's checks and constants, not the density, run now
+            return block.sampler.bind(view, num_warmup)
+
+    zero = jnp.zeros(target.space.event_shape, jnp.result_type(float))
+    readers = []
+    for block in layout:
+        b = bound(block, zero)
+        if b.refresh is None and len(layout) > 1:
+            raise ValueError(
+                f"sampler {block.sampler.name!r} cannot move the block {block.label!r}: its state holds more than "
+                "the position (replicas or a temperature), which other blocks' moves would make stale"
+            )
+        readers.append(b.position)
+
+    def position(states):
+        x = zero
+        for block, read, state in zip(layout, readers, states, strict=True):
+            x = x.at[block.index].set(jnp.ravel(read(state)))
+        return x
+
+    def sweep(key, states, move):
+        x = position(states)
+        new_states, stats = [], []
+        refreshes = 0
+        for i, (block, state) in enumerate(zip(layout, states, strict=True)):
+            b = bound(block, x)
+            if len(layout) > 1:
+                state = b.refresh(jax.random.fold_in(key, 2 * i), state)
+                refreshes += 1
+            state, block_stats = move(b, jax.random.fold_in(key, 2 * i + 1), state, i)
+            x = x.at[block.index].set(jnp.ravel(b.position(state)))
+            new_states.append(state)
+            stats.append(block_stats)
+        return tuple(new_states), _combined_stats(stats, [b.label for b in layout], refreshes)
+
+    def init(key, start):
+        return tuple(
+            bound(block, start).init(jax.random.fold_in(key, i), start[block.index].reshape(block.space.event_shape))
+            for i, block in enumerate(layout)
+        )
+
+    def warmup_step(key, states, t):
+        return sweep(key, states, lambda b, k, state, i: b.warmup_step(k, state, t))
+
+    def finalize(states):
+        x = position(states)
+        done = [bound(block, x).finalize(state) for block, state in zip(layout, states, strict=True)]
+        return tuple(state for state, _ in done), {
+            block.label: params for block, (_, params) in zip(layout, done, strict=True)
+        }
+
+    def step(key, states, params):
+        return sweep(key, states, lambda b, k, state, i: b.step(k, state, params[layout[i].label]))
+
+    return BoundSampler(
+        "+".join(block.sampler.name for block in layout),
+        init,
+        warmup_step,
+        finalize,
+        step,
+        position,
+        adapts_in_warmup=any(bound(block, zero).adapts_in_warmup for block in layout),
+    )
+
+
+def composed_sampler(space: Product, choice=AUTO) -> Sampler:
+    """The :class:`~gradmc.base.Sampler` moving ``space``'s blocks in turn (:func:`blocks`).
+
+    Its name lists each block's sampler (``"beta=nuts, gamma=ncg"``); its options are each
+    block's sampler and options, under the block's label.
+
+    Parameters
+    ----------
+    space : Product
+        The target's space.
+    choice : str, Sampler or dict
+        What moves which parts (:func:`blocks`).
+    """
+    layout = blocks(space, choice)
+    name = ", ".join(f"{block.label}={block.sampler.name}" for block in layout)
+    options = {block.label: {"sampler": block.sampler.name, **block.sampler.options} for block in layout}
+
+    def build(target: Target, num_warmup: int, **_):
+        return _build(target, num_warmup, layout)
+
+    return Sampler(name, options, build)

@@ -1,0 +1,289 @@
+"""Mixed discrete-continuous targets: a Gibbs composition of block samplers on a Product space.
+
+The reference model couples an Ising pair of binary switches ``g`` (3 of them) and a
+categorical ``z`` (3 values) to a real ``mu`` (2-D) through its mean,
+
+    log p(mu, g, z) = h·g + g'Jg/2 + w·z + log N(mu; A g + B z, s² I),
+
+so that p(g, z) ∝ exp(h·g + g'Jg/2 + w·z) exactly (the Gaussian's normaliser does not
+depend on its mean), while the conditionals of g and z given mu do: a kernel, or a
+composition, that used a stale conditional would miss these marginals. E[mu] and E[mu²]
+follow from p(g, z).
+"""
+
+import itertools
+import re
+import warnings
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import gradmc
+from gradmc.enumeration import ExactDistribution
+from gradmc.spaces import Binary, Categorical, Product, Real
+from gradmc.testing import assert_moments_match, assert_tv_within_bound
+
+H = np.array([0.3, -0.4, 0.1])
+J = np.array([[0.0, 0.6, -0.5], [0.6, 0.0, 0.4], [-0.5, 0.4, 0.0]])
+W = np.array([0.2, -0.3, 0.4])
+A = np.array([[1.2, -0.8, 0.5], [0.4, 0.9, -1.0]])
+B = np.array([[0.0, 1.0, -1.0], [-0.7, 0.5, 0.6]])
+S = 0.8
+
+
+def log_density(position):
+    g, z, mu = position["g"], position["z"][0], position["mu"]
+    mean = jnp.asarray(A, jnp.float32) @ g + jnp.asarray(B, jnp.float32) @ z
+    prior = jnp.dot(jnp.asarray(H, jnp.float32), g) + 0.5 * g @ jnp.asarray(J, jnp.float32) @ g
+    return prior + jnp.dot(jnp.asarray(W, jnp.float32), z) - 0.5 * jnp.sum((mu - mean) ** 2) / S**2
+
+
+INIT = {"mu": jnp.zeros(2), "g": jnp.zeros(3), "z": jnp.array([[1.0, 0.0, 0.0]])}
+SPACE = {"g": Binary(3), "z": Categorical(3, 1)}
+
+
+def exact():
+    """p(g, z) over the 4 coordinates (g1, g2, g3, z) on the values {0, 1, 2} (g = 2 has no
+    mass), and E[mu], Var[mu].
+    """
+    probs = np.zeros((3,) * 4)
+    means = []
+    for g in itertools.product((0, 1), repeat=3):
+        for z in range(3):
+            g_arr = np.array(g, float)
+            probs[(*g, z)] = np.exp(H @ g_arr + 0.5 * g_arr @ J @ g_arr + W[z])
+            means.append((probs[(*g, z)], A @ g_arr + B[:, z]))
+    total = probs.sum()
+    weights = np.array([w for w, _ in means]) / total
+    centres = np.array([m for _, m in means])
+    mean = weights @ centres
+    var = S**2 + weights @ centres**2 - mean**2
+    distribution = ExactDistribution(np.arange(3.0), 4, (probs / total).ravel(order="F"), float(np.log(total)))
+    return distribution, mean, var
+
+
+def check(trace):
+    distribution, mean, var = exact()
+    posterior = trace.posterior()
+    discrete = np.concatenate([posterior["g"], posterior["z"]], axis=-1).astype(float)
+    assert_tv_within_bound(discrete, distribution, p=0.01)
+    assert_moments_match(posterior["mu"], mean, var=var, p=0.01)
+
+
+@pytest.fixture(scope="module")
+def target():
+    return gradmc.from_function(log_density, init=INIT, space=SPACE, name="coupled")
+
+
+RUN = {"num_chains": 4, "num_warmup": 500, "num_draws": 2500, "progress": False, "seed": 1}
+
+
+def test_the_product_space_and_its_target(target):
+    assert target.space == Product({"g": Binary(3), "mu": Real(2), "z": Categorical(3, 1)})
+    with pytest.raises(ValueError, match="entry 'g'"):
+        target.space.validate(np.array([2.0, 0, 0, 0, 0, 1, 0, 0]))
+
+
+def test_auto_is_exact_on_the_joint(target):
+    trace = gradmc.sample(target, "auto", **RUN)
+    assert trace.sampler == "g=ncg, mu=nuts, z=ncg"
+    assert set(trace.params) == {"g", "mu", "z"} and "inverse_mass_matrix" in trace.params["mu"]
+    check(trace)
+    posterior = trace.posterior()
+    assert posterior["g"].dtype.kind == "i" and posterior["z"].shape == (4, 2500, 1)
+
+
+def test_one_sampler_per_block_is_exact_and_frozen_after_warmup(target):
+    trace = gradmc.sample(target, {"mu": "mala", ("g",): "gibbs", "z": gradmc.sampler("gwg", num_flips=1)}, **RUN)
+    assert trace.sampler == "g=gibbs, mu=mala, z=gwg"
+    check(trace)
+    # warm-up moved MALA's step size; the kept draws used one value per chain
+    kept = trace.stats["mu.step_size"]
+    assert np.all(kept == kept[:, :1]) and np.allclose(kept[:, 0], trace.params["mu"]["step_size"])
+    assert np.ptp(trace.warmup_stats["mu.step_size"]) > 0
+
+
+def test_a_block_that_keeps_a_stale_conditional_fails_the_check(target, monkeypatch):
+    """The proof that ``check`` has power: without ``refresh`` the discrete blocks' MH tests
+    use the log density cached before the other blocks moved, and the marginals are wrong.
+    """
+    from gradmc.base import BoundSampler
+
+    def stale(key, state):
+        return state
+
+    real_bind = gradmc.base.Sampler.bind
+
+    def bind(self, target, num_warmup):
+        bound = real_bind(self, target, num_warmup)
+        return bound._replace(refresh=stale) if isinstance(bound, BoundSampler) and bound.refresh else bound
+
+    monkeypatch.setattr(gradmc.base.Sampler, "bind", bind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gradmc.RunWarning)
+        trace = gradmc.sample(target, {"mu": "mala", "g": "gibbs", "z": "gwg"}, **RUN)
+    with pytest.raises(AssertionError):
+        check(trace)
+
+
+def test_mixed_input_errors(target):
+    with pytest.raises(ValueError, match="'h', not entries of init"):
+        gradmc.from_function(log_density, init=INIT, space={"h": Binary(3)})
+    with pytest.raises(ValueError, match="entry 'g' has 3 entries; its space Binary[(]4[)] has 4"):
+        gradmc.from_function(log_density, init=INIT, space={"g": Binary(4)})
+    with pytest.raises(ValueError, match="outside the value set"):
+        gradmc.from_function(log_density, init={**INIT, "g": jnp.full(3, 0.5)}, space=SPACE)
+    with pytest.raises(TypeError, match="pytree position"):
+        gradmc.from_function(log_density, init=jnp.zeros(8), space=SPACE)
+    with pytest.raises(ValueError, match="no part named 'beta'"):
+        gradmc.sample(target, {"beta": "nuts"}, **RUN)
+    with pytest.raises(ValueError, match="samples continuous spaces; 'g' lies on Binary"):
+        gradmc.sample(target, {"g": "nuts"}, **RUN)
+    with pytest.raises(ValueError, match="'mu' is given two samplers"):
+        gradmc.sample(target, {"mu": "nuts", ("mu", "g"): "mala"}, **RUN)
+    with pytest.raises(ValueError, match="different spaces"):
+        gradmc.sample(target, {("g", "z"): "gibbs"}, **RUN)
+    with pytest.raises(ValueError, match="cannot move the block 'mu'"):
+        gradmc.sample(target, {"mu": "parallel-tempering"}, **RUN)
+    with pytest.raises(TypeError, match="dict of samplers names parts of a mixed target"):
+        gradmc.sample("banana", {"x": "nuts"}, **RUN)
+
+
+def test_one_name_moves_every_block_of_its_kind(target):
+    layout = gradmc.composed.blocks(target.space, "gibbs")
+    assert [(b.label, b.sampler.name) for b in layout] == [("g", "gibbs"), ("mu", "nuts"), ("z", "gibbs")]
+    layout = gradmc.composed.blocks(target.space, {("g",): "avg"})
+    assert [(b.label, b.sampler.name) for b in layout] == [("g", "avg"), ("mu", "nuts"), ("z", "ncg")]
+    layout = gradmc.composed.blocks(target.space, "mala")
+    assert [(b.label, b.sampler.name) for b in layout] == [("g", "ncg"), ("mu", "mala"), ("z", "ncg")]
+
+
+# -- the "Mixed models" page: every Python example runs, with no run warning ----------------------
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "mixed-models.md"
+EXAMPLES = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)
+
+
+def test_mixed_models_page_examples_run_clean():
+    assert "mixed-models.md" in (PAGE.parents[1] / "mkdocs.yml").read_text()
+    assert len(EXAMPLES) == 2
+    namespace = {"__name__": "mixed_models_example"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gradmc.RunWarning)
+        for index, code in enumerate(EXAMPLES):
+            exec(compile(code, f"{PAGE.name} example {index + 1}", "exec"), namespace)
+    inclusion = namespace["inclusion"]
+    assert inclusion[0] > 0.99 and inclusion[3] > 0.99 and np.all(np.delete(inclusion, [0, 3]) < 0.1)
+    assert namespace["trace"].sampler == "beta=nuts, gamma=pavg"
+
+
+MODEL_FILE = """
+import numpy as np
+import jax.numpy as jnp
+import gradmc
+from gradmc.spaces import Binary
+
+rng = np.random.default_rng(1)
+X = rng.normal(size=(30, 3))
+y = X @ np.array([1.5, 0.0, -1.0]) + rng.normal(size=30)
+
+
+def log_density(position):
+    beta, gamma = position["beta"], position["gamma"]
+    scale = 2.0 * gamma + 0.1 * (1 - gamma)
+    prior = jnp.sum(-0.5 * (beta / scale) ** 2 - jnp.log(scale)) + jnp.sum(gamma) * jnp.log(0.25)
+    return prior - 0.5 * jnp.sum((y - X @ beta) ** 2)
+
+
+init = {"beta": jnp.zeros(3), "gamma": jnp.zeros(3)}
+target = gradmc.from_function(log_density, init=init, space={"gamma": Binary(3)})
+"""
+
+
+def test_command_line_one_sampler_per_part(tmp_path, capsys):
+    from gradmc.cli import main
+
+    model = tmp_path / "selection.py"
+    model.write_text(MODEL_FILE)
+    argv = ["sample", f"{model}:target", "--warmup", "200", "--draws", "200", "--chains", "2"]
+    assert (
+        main([*argv, "--sampler", "beta=nuts,gamma=pavg", "--option", "gamma.num_fit=50", "--out", str(tmp_path / "a")])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "beta=nuts, gamma=pavg on" in out and "gamma[2]" in out and "gamma: " in out
+    assert main([*argv, "--sampler", "gamma=nuts", "--out", str(tmp_path / "b")]) == 2
+    assert "samples continuous spaces; 'gamma' lies on Binary(3)" in capsys.readouterr().err
+    assert main([*argv, "--sampler", "auto", "--option", "step_size=1", "--out", str(tmp_path / "c")]) == 2
+    assert main([*argv, "--sampler", "beta=nuts", "--option", "delta.x=1", "--out", str(tmp_path / "c")]) == 2
+    assert "'delta' is not among --sampler's parts (beta)" in capsys.readouterr().err
+
+
+# -- a latent count: an ordinal block beside a real one ------------------------------------------
+
+COUNTS = np.array([7.0, 4.0, 9.0, 6.0])  # y_i ~ Binomial(N, 0.3), N ~ Poisson(lam), lam ~ Gamma(3, 0.2)
+SHAPE, RATE, DETECT, MAX_COUNT = 3.0, 0.2, 0.3, 100
+
+
+def count_log_density(position):
+    from jax.scipy.special import gammaln
+
+    log_lam, n = position["log_lam"], position["N"][0]
+    lam = jnp.exp(log_lam)
+    prior = SHAPE * log_lam - RATE * lam  # Gamma(3, 0.2) on lam, with the log's Jacobian
+    poisson = n * log_lam - lam - gammaln(n + 1)
+    y = jnp.asarray(COUNTS)
+    binomial = gammaln(n + 1) - gammaln(n - y + 1) + y * np.log(DETECT) + (n - y) * np.log(1 - DETECT)
+    return prior + poisson + jnp.sum(jnp.where(n >= y, binomial, -jnp.inf))
+
+
+def exact_count():
+    """p(N | y) ∝ NegBin(N; 3, 0.2) Π Binomial(y_i; N, 0.3) (lam summed out by Gamma–Poisson
+    conjugacy), and E[lam], Var[lam] from lam | N ~ Gamma(3 + N, 1.2).
+    """
+    from scipy.stats import binom, nbinom
+
+    n = np.arange(MAX_COUNT + 1)
+    log_p = nbinom.logpmf(n, SHAPE, RATE / (RATE + 1)) + binom.logpmf(COUNTS[:, None], n, DETECT).sum(0)
+    probs = np.exp(log_p - log_p.max())
+    probs /= probs.sum()
+    mean_n = probs @ n
+    var_n = probs @ n**2 - mean_n**2
+    return probs, (SHAPE + mean_n) / (RATE + 1), (SHAPE + mean_n + var_n) / (RATE + 1) ** 2
+
+
+def test_a_latent_count_beside_its_rate_is_exact():
+    from gradmc.spaces import Ordinal
+
+    probs, mean_lam, var_lam = exact_count()
+    assert probs[-1] < 1e-12  # the value set holds the whole posterior
+    space = {"N": Ordinal(np.arange(MAX_COUNT + 1.0), 1)}
+    init = {"log_lam": jnp.array(3.0), "N": jnp.array([20.0])}
+    trace = gradmc.sample(count_log_density, "auto", init=init, space=space, **RUN)
+    assert trace.sampler == "N=ordinal-ncg, log_lam=nuts"
+    posterior = trace.posterior()
+    distribution = ExactDistribution(np.arange(MAX_COUNT + 1.0), 1, probs, 0.0)
+    assert_tv_within_bound(posterior["N"].astype(float), distribution, p=0.01)
+    assert_moments_match(np.exp(posterior["log_lam"])[..., None], [mean_lam], var=[var_lam], p=0.01)
+
+
+def test_a_block_whose_proposals_stand_still_is_reported_by_name():
+    """Spike and slab written through ``gamma * beta`` (quadratic in the switches): NCG's
+    first-order proposal misjudges every flip, its step size shrinks until it proposes the
+    current state, and the block never moves, at a high acceptance rate. The warning names
+    the block and the sampler that moves there.
+    """
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(100, 4))
+    y = X @ np.array([2.0, 0.0, 0.0, -1.5]) + rng.normal(size=100)
+
+    def log_density(position):
+        beta, gamma = position["beta"], position["gamma"]
+        prior = -0.125 * jnp.sum(beta**2) + jnp.sum(gamma) * jnp.log(0.25)
+        return prior - 0.5 * jnp.sum((y - X @ (gamma * beta)) ** 2)
+
+    init = {"beta": jnp.zeros(4), "gamma": jnp.zeros(4)}
+    with pytest.warns(gradmc.RunWarning, match=r"block gamma \(ncg\): .*never moved.*'gibbs'"):
+        gradmc.sample(log_density, {"gamma": "ncg"}, init=init, space={"gamma": Binary(4)}, **RUN)
