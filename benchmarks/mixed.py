@@ -4,10 +4,10 @@ Each model is written twice, as a log density of a dict position for gradmc (dis
 entries named in ``space=``) and as a NumPyro model with discrete latent sites, and run in
 one process on the same machine with the same chains, warm-up and draws:
 
-* gradmc ``"auto"`` (NUTS on the real block, NCG on each discrete block) and the other
-  block samplers named with ``--gradmc``;
-* NumPyro 0.22 ``DiscreteHMCGibbs(NUTS(model))`` (Gibbs updates of the discrete sites, one
-  site per step, between NUTS steps) and ``MixedHMC(HMC(model))`` (Zhou 2020: discrete
+* gradmc ``"auto"`` (NUTS on the real block, NCG on each discrete block, 10 steps per
+  sweep) and the other block choices named with ``--gradmc``;
+* NumPyro 0.22 ``DiscreteHMCGibbs(NUTS(model))`` (a Gibbs update of every discrete site, in
+  random order, after each NUTS step) and ``MixedHMC(HMC(model))`` (Zhou 2020: discrete
   updates inside an HMC trajectory), both vectorised over chains.
 
 Models:

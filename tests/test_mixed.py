@@ -96,8 +96,10 @@ def test_auto_is_exact_on_the_joint(target):
 
 
 def test_one_sampler_per_block_is_exact_and_frozen_after_warmup(target):
-    trace = gradmc.sample(target, {"mu": "mala", ("g",): "gibbs", "z": gradmc.sampler("gwg", num_flips=1)}, **RUN)
+    choice = {"mu": "mala", ("g",): ("gibbs", 3), "z": gradmc.sampler("gwg", num_flips=1)}
+    trace = gradmc.sample(target, choice, **RUN)
     assert trace.sampler == "g=gibbs, mu=mala, z=gwg"
+    assert trace.options["g"]["steps"] == 3 and trace.options["z"]["steps"] == gradmc.composed.DISCRETE_STEPS
     check(trace)
     # warm-up moved MALA's step size; the kept draws used one value per chain
     kept = trace.stats["mu.step_size"]
@@ -105,6 +107,7 @@ def test_one_sampler_per_block_is_exact_and_frozen_after_warmup(target):
     assert np.ptp(trace.warmup_stats["mu.step_size"]) > 0
 
 
+@pytest.mark.slow
 def test_a_block_that_keeps_a_stale_conditional_fails_the_check(target, monkeypatch):
     """The proof that ``check`` has power: without ``refresh`` the discrete blocks' MH tests
     use the log density cached before the other blocks moved, and the marginals are wrong.
@@ -145,6 +148,8 @@ def test_mixed_input_errors(target):
         gradmc.sample(target, {"mu": "nuts", ("mu", "g"): "mala"}, **RUN)
     with pytest.raises(ValueError, match="different spaces"):
         gradmc.sample(target, {("g", "z"): "gibbs"}, **RUN)
+    with pytest.raises(ValueError, match="steps per sweep >= 1"):
+        gradmc.sample(target, {"g": ("gibbs", 0)}, **RUN)
     with pytest.raises(ValueError, match="cannot move the block 'mu'"):
         gradmc.sample(target, {"mu": "parallel-tempering"}, **RUN)
     with pytest.raises(TypeError, match="dict of samplers names parts of a mixed target"):
@@ -214,6 +219,8 @@ def test_command_line_one_sampler_per_part(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert "beta=nuts, gamma=pavg on" in out and "gamma[2]" in out and "gamma: " in out
+    assert main([*argv, "--sampler", "gamma=auto", "--option", "gamma.steps=2", "--out", str(tmp_path / "d")]) == 0
+    assert "beta=nuts, gamma=ncg on" in capsys.readouterr().out
     assert main([*argv, "--sampler", "gamma=nuts", "--out", str(tmp_path / "b")]) == 2
     assert "samples continuous spaces; 'gamma' lies on Binary(3)" in capsys.readouterr().err
     assert main([*argv, "--sampler", "auto", "--option", "step_size=1", "--out", str(tmp_path / "c")]) == 2

@@ -58,7 +58,8 @@ def _per_sampler_options(
 def _sampler_choice(gradmc, text: str, pairs: list[str] | None):
     """What ``sample --sampler`` names: one sampler (with ``--option KEY=VALUE``), ``auto``, or
     one sampler per part of a mixed model, ``beta=nuts,gamma=pavg`` (``mu+sigma=mala`` moves
-    two parts together; ``--option gamma.step_size=0.1``).
+    two parts together; ``--option gamma.step_size=0.1``, and ``gamma.steps=20`` for the kernel
+    steps per sweep).
     """
     if "=" not in text:
         if text.strip() == "auto":
@@ -76,11 +77,12 @@ def _sampler_choice(gradmc, text: str, pairs: list[str] | None):
     choice = {}
     for label, name in blocks.items():
         parts = tuple(part.strip() for part in label.split("+"))
-        if name == "auto" and options[label]:
-            raise ValueError(f"--option {label}.*: 'auto' takes no options")
-        choice[parts if len(parts) > 1 else parts[0]] = (
-            name if name == "auto" else _sampler(gradmc, name, options[label])
-        )
+        own = options[label]
+        steps = own.pop("steps", None)
+        if name == "auto" and own:
+            raise ValueError(f"--option {label}.*: 'auto' takes no options but steps")
+        sampler = name if name == "auto" else _sampler(gradmc, name, own)
+        choice[parts if len(parts) > 1 else parts[0]] = sampler if steps is None else (sampler, steps)
     return choice
 
 
