@@ -6,6 +6,9 @@ one process on the same machine with the same chains, warm-up and draws:
 
 * gradmc ``"auto"`` (NUTS on the real block, NCG on each discrete block, 10 steps per
   sweep) and the other block choices named with ``--gradmc``;
+* gradmc ``"auto"`` on the NumPyro model itself (``gradmc.from_numpyro``), where the
+  discrete sites enter through ``jnp.where`` and indexing, without a gradient, so
+  ``"auto"`` moves them by single-site Gibbs;
 * NumPyro 0.22 ``DiscreteHMCGibbs(NUTS(model))`` (a Gibbs update of every discrete site, in
   random order, after each NUTS step) and ``MixedHMC(HMC(model))`` (Zhou 2020: discrete
   updates inside an HMC trajectory), both vectorised over chains.
@@ -227,6 +230,8 @@ def main() -> None:
         for text in args.gradmc.split(","):
             choice = "auto" if text == "auto" else dict(pair.split("=") for pair in text.split(";"))
             runs.append(run_gradmc(target, choice, args))
+        from_model = run_gradmc(gradmc.from_numpyro(model), "auto", args)
+        runs.append({**from_model, "method": from_model["method"].replace("gradmc", "gradmc from_numpyro:")})
         for kernel_name in ("DiscreteHMCGibbs(NUTS)", "MixedHMC(HMC)"):
             runs.append(run_numpyro(model, init, kernel_name, args))
         reference = gradmc.sample(

@@ -173,7 +173,7 @@ EXAMPLES = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)
 
 def test_mixed_models_page_examples_run_clean():
     assert "mixed-models.md" in (PAGE.parents[1] / "mkdocs.yml").read_text()
-    assert len(EXAMPLES) == 2
+    assert len(EXAMPLES) == 3
     namespace = {"__name__": "mixed_models_example"}
     with warnings.catch_warnings():
         warnings.simplefilter("error", gradmc.RunWarning)
@@ -181,7 +181,8 @@ def test_mixed_models_page_examples_run_clean():
             exec(compile(code, f"{PAGE.name} example {index + 1}", "exec"), namespace)
     inclusion = namespace["inclusion"]
     assert inclusion[0] > 0.99 and inclusion[3] > 0.99 and np.all(np.delete(inclusion, [0, 3]) < 0.1)
-    assert namespace["trace"].sampler == "beta=nuts, gamma=pavg"
+    assert namespace["trace"].sampler == "early+late=nuts, s=gibbs"
+    assert np.bincount(namespace["trace"].posterior()["s"].ravel()).argmax() == 25
 
 
 MODEL_FILE = """

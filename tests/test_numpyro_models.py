@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -122,3 +123,51 @@ def test_load_target_finds_a_numpyro_model(tmp_path):
         load_target(f"{path}:eight_schools", dim=10, data=tmp_path / "schools.npz")
     with pytest.raises(ValueError, match="give its space with --dim D.*not a NumPyro model"):
         load_target(f"{path}:eight_schools")  # without its data it cannot run as a model
+
+
+A_MIX = np.array([[1.2, -0.8, 0.5], [0.4, 0.9, -1.0]])
+B_MIX = np.array([[0.0, 1.0, -1.0], [-0.7, 0.5, 0.6]])
+P_Z = np.array([0.2, 0.5, 0.3])
+
+
+def switches_and_label():
+    """Three 0/1 switches and a 3-valued label shift a 2-D Gaussian's mean; the discrete
+    sites' joint is their prior exactly (the Gaussian is the only other site).
+    """
+    g = numpyro.sample("g", dist.Bernoulli(0.3).expand([3]).to_event(1))
+    z = numpyro.sample("z", dist.Categorical(probs=jnp.asarray(P_Z)))
+    numpyro.sample("mu", dist.Normal(jnp.asarray(A_MIX) @ g + jnp.asarray(B_MIX)[:, z], 0.8).to_event(1))
+
+
+def test_discrete_sites_are_sampled_exactly():
+    import itertools
+
+    from gradmc.enumeration import ExactDistribution
+    from gradmc.spaces import Binary, Ordinal, Product, Real
+    from gradmc.testing import assert_moments_match, assert_tv_within_bound
+
+    target = gradmc.from_numpyro(switches_and_label)
+    assert target.space == Product({"mu": Real(2), "g": Binary(3), "z": Ordinal([0.0, 1.0, 2.0], 1)})
+    trace = gradmc.sample(target, "auto", num_warmup=500, num_draws=2000, seed=2, progress=False)
+    assert trace.sampler == "mu=nuts, g=ncg, z=gibbs"  # locs[z]: no gradient in z
+    posterior = trace.posterior()
+    assert posterior["g"].dtype.kind == "i" and posterior["z"].shape == (4, 2000)
+    probs = np.zeros((3,) * 4)
+    for g in itertools.product((0, 1), repeat=3):
+        for z in range(3):
+            probs[(*g, z)] = np.prod(np.where(np.array(g) == 1, 0.3, 0.7)) * P_Z[z]
+    exact = ExactDistribution(np.arange(3.0), 4, probs.ravel(order="F"), 0.0)
+    draws = np.concatenate([posterior["g"], posterior["z"][..., None]], axis=-1).astype(float)
+    assert_tv_within_bound(draws, exact, p=0.01)
+    mean = A_MIX @ np.full(3, 0.3) + B_MIX @ P_Z
+    var = 0.64 + (A_MIX**2) @ np.full(3, 0.21) + (B_MIX**2) @ P_Z - (B_MIX @ P_Z) ** 2
+    assert_moments_match(posterior["mu"], mean, var=var, p=0.01)
+
+
+def test_discrete_sites_that_cannot_be_sampled_are_named():
+    def moving_support():
+        n = numpyro.sample("n", dist.Categorical(probs=jnp.ones(50) / 50))
+        numpyro.sample("s", dist.DiscreteUniform(0, n))
+
+    with pytest.raises(ValueError, match="latent site 's' \\(DiscreteUniform\\) has a support that depends"):
+        gradmc.from_numpyro(moving_support)

@@ -21,7 +21,8 @@ says why).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import jax
@@ -46,6 +47,7 @@ DISCRETE_STEPS = 10
 
 # what "auto" runs on a block of each kind of space
 _AUTO_CHOICE = {Real: "nuts", Binary: "ncg", Spin: "ncg", Categorical: "ncg", Ordinal: "ordinal-ncg"}
+FLAT_CHOICE = "gibbs"  # "auto" on a discrete block without a gradient (flat_parts)
 
 
 def auto_sampler(space: Space) -> str:
@@ -144,14 +146,32 @@ def _as_block_sampler(choice, space: Space, label: str) -> tuple[Sampler, int]:
     return choice, steps
 
 
-def blocks(space: Product, choice) -> list[Block]:
+def flat_parts(target: Target) -> set[str]:
+    """The discrete parts of ``target``'s Product space in which its log density has no
+    gradient at a start (the model only indexes arrays by them or compares with them, as
+    ``locs[z]`` or ``t < s`` do): a first-order proposal learns nothing there.
+
+    Parameters
+    ----------
+    target : Target
+        A target on a :class:`~gradmc.spaces.Product` space.
+    """
+    space = target.space
+    start = target.draw_initial(jax.random.key(0))
+    gradient = np.asarray(jax.jit(jax.grad(target.logdensity_fn))(start))
+    return {name for name in space.discrete_parts if not np.any(gradient[space.slices[name]])}
+
+
+def blocks(space: Product, choice, flat: Callable[[], set[str]] | None = None) -> list[Block]:
     """The blocks of ``space`` and their samplers.
 
     ``choice`` is ``"auto"``, one sampler name (for every block of its kind; ``"auto"`` for the
     rest) or a dict from a part's name, or a tuple of names moved together, to a sampler, or
     to a pair ``(sampler, steps)`` of it and its kernel steps per sweep (default
     :data:`DISCRETE_STEPS` on discrete blocks, 1 on real ones); parts not named get
-    ``"auto"``, all real parts together and each discrete part alone.
+    ``"auto"``, all real parts together and each discrete part alone. ``"auto"`` on a
+    discrete block all of whose parts ``flat()`` names (:func:`flat_parts`) is single-site
+    ``"gibbs"``, whose exact conditionals need no gradient.
 
     Parameters
     ----------
@@ -191,6 +211,8 @@ def blocks(space: Product, choice) -> list[Block]:
         label = "+".join(parts)
         joint = _joint_space(space, parts)
         index = np.concatenate([np.arange(space.slices[name].start, space.slices[name].stop) for name in parts])
+        if value == AUTO and joint.is_discrete and flat is not None and set(parts) <= flat():
+            value = FLAT_CHOICE
         result.append(Block(label, parts, joint, index, *_as_block_sampler(value, joint, label)))
     return result
 
@@ -311,20 +333,22 @@ def _build(target: Target, num_warmup: int, layout: list[Block]) -> BoundSampler
     )
 
 
-def composed_sampler(space: Product, choice=AUTO) -> Sampler:
-    """The :class:`~gradmc.base.Sampler` moving ``space``'s blocks in turn (:func:`blocks`).
+def composed_sampler(target: Target, choice=AUTO) -> Sampler:
+    """The :class:`~gradmc.base.Sampler` moving the blocks of ``target``'s Product space in
+    turn (:func:`blocks`, with ``"auto"`` reading :func:`flat_parts` when it has a discrete
+    block to fill).
 
     Its name lists each block's sampler (``"beta=nuts, gamma=ncg"``); its options are each
     block's sampler, steps per sweep and options, under the block's label.
 
     Parameters
     ----------
-    space : Product
-        The target's space.
+    target : Target
+        A target on a :class:`~gradmc.spaces.Product` space.
     choice : str, Sampler or dict
         What moves which parts (:func:`blocks`).
     """
-    layout = blocks(space, choice)
+    layout = blocks(target.space, choice, functools.cache(lambda: flat_parts(target)))
     name = ", ".join(f"{block.label}={block.sampler.name}" for block in layout)
     options = {
         block.label: {"sampler": block.sampler.name, "steps": block.steps, **block.sampler.options} for block in layout

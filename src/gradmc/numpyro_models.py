@@ -14,10 +14,12 @@ import inspect
 from collections.abc import Callable
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from gradmc.base import Target
-from gradmc.spaces import Real
+from gradmc.spaces import Binary, Ordinal, Product, Real, Space
 from gradmc.variables import Variables
 
 __all__ = ["from_numpyro", "numpyro_model_error"]
@@ -33,11 +35,66 @@ def _numpyro():
     return numpyro
 
 
-def _model_trace(model: Callable, args: tuple, kwargs: dict) -> dict:
+def _model_trace(model: Callable, args: tuple, kwargs: dict, seed: int = 0) -> dict:
     """One run of ``model(*args, **kwargs)`` from its prior, recorded site by site."""
-    from numpyro.handlers import seed, trace
+    from numpyro import handlers
 
-    return trace(seed(model, 0)).get_trace(*args, **kwargs)
+    return handlers.trace(handlers.seed(model, seed)).get_trace(*args, **kwargs)
+
+
+def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discrete: dict[str, Space]) -> Target:
+    """:func:`from_numpyro` for a model with discrete latent sites gradmc samples: a target on a
+    :class:`~gradmc.spaces.Product` of the continuous sites' unconstrained values and the
+    discrete sites' values; the log density is minus NumPyro's potential energy of the model
+    conditioned on the discrete values. 0/1 sites enter it as floats (the gradient samplers
+    differentiate it in them); other discrete sites as integers of their own dtype (indices,
+    counts), where the gradient is zero and ordinal-NCG's window proposal does the moving.
+    """
+    from numpyro.handlers import condition, seed, trace
+    from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
+
+    first = {name: sites[name]["value"] for name in discrete}
+    info = initialize_model(jax.random.key(0), condition(model, data=first), model_args=args, model_kwargs=kwargs)
+    flat, unravel = ravel_pytree(info.param_info.z)
+    continuous = {name: Real(int(np.size(value))) for name, value in sorted(info.param_info.z.items())}
+    space = Product({**continuous, **discrete})
+    num_continuous = int(flat.size)
+    shapes = {name: np.shape(sites[name]["value"]) for name in discrete}
+    dtypes = {name: sites[name]["value"].dtype for name in discrete}
+
+    def split(x):
+        values = {}
+        for name, part in discrete.items():
+            value = space.part(x, name).reshape(shapes[name])
+            values[name] = value if isinstance(part, Binary) else jnp.round(value).astype(dtypes[name])
+        return unravel(x[:num_continuous]), values
+
+    def logdensity_fn(x):
+        z, values = split(x)
+        return -potential_energy(condition(model, data=values), args, kwargs, z)
+
+    def initial_position(key):
+        key_discrete, key_continuous = jax.random.split(key)
+        prior = trace(seed(model, key_discrete)).get_trace(*args, **kwargs)
+        values = [jnp.ravel(prior[name]["value"]).astype(flat.dtype) for name in discrete]
+        start = initialize_model(key_continuous, condition(model, data=first), model_args=args, model_kwargs=kwargs)
+        return jnp.concatenate([ravel_pytree(start.param_info.z)[0], *values])
+
+    def named(x):
+        z, values = split(x)
+        out = constrain_fn(condition(model, data=values), args, kwargs, z, return_deterministic=True)
+        latent = {name: out[name] for name in out if name not in discrete}
+        return {**latent, **{name: jnp.asarray(value, jnp.int32) for name, value in values.items()}}
+
+    title = getattr(model, "__name__", "numpyro-model")
+    return Target(
+        name=title,
+        logdensity_fn=logdensity_fn,
+        space=space,
+        description=f"NumPyro model {title}: continuous sites unconstrained, discrete sites sampled ({space})",
+        initial_position=initial_position,
+        variables=Variables(named, space.event_shape),
+    )
 
 
 def numpyro_model_error(fn: Callable, kwargs: dict) -> str | None:
@@ -65,29 +122,60 @@ def numpyro_model_error(fn: Callable, kwargs: dict) -> str | None:
     return None
 
 
-def _check_discrete_sites(sites: dict) -> None:
-    """Raise ``ValueError`` for a discrete latent site NumPyro cannot sum out (enumerate)."""
+def _is_discrete_latent(site: dict) -> bool:
+    return site["type"] == "sample" and not site["is_observed"] and site["fn"].support.is_discrete
+
+
+def _support(site: dict) -> np.ndarray:
+    """The values a discrete site's distribution allows (over all its batch entries)."""
+    fn = site["fn"]
+    while hasattr(fn, "base_dist"):  # .to_event() and .expand() wrappers
+        fn = fn.base_dist
+    return np.unique(np.asarray(fn.enumerate_support(expand=False)))
+
+
+def _sampled_discrete_sites(sites: dict, others: list[dict]) -> dict[str, Space]:
+    """The discrete latent sites gradmc samples, each with its space (0/1 sites ``Binary``, any
+    other finite support ``Ordinal`` over its values), after checking every discrete latent site:
+    sites marked ``infer={"enumerate": "parallel"}`` are left to NumPyro to sum out (which needs
+    funsor); unbounded supports, other enumeration marks and supports that depend on other
+    unknowns (that differ in ``others``, more runs of the model from its prior) are refused.
+    """
+    parts = {}
     for name, site in sites.items():
-        if site["type"] != "sample" or site["is_observed"] or not site["fn"].support.is_discrete:
+        if not _is_discrete_latent(site):
             continue
         kind = type(site["fn"]).__name__
+        marked = site["infer"].get("enumerate")
+        if marked == "parallel":
+            if importlib.util.find_spec("funsor") is None:
+                raise ValueError(
+                    f"latent site {name!r} ({kind}) is marked to be summed out (enumerate='parallel'), which "
+                    "needs the funsor package (pip install funsor); without the mark gradmc samples it"
+                )
+            continue
+        if marked is not None:
+            raise ValueError(
+                f"latent site {name!r} ({kind}) is marked enumerate={marked!r}; sum it out with "
+                'infer={"enumerate": "parallel"}, or drop the mark and gradmc samples it'
+            )
         if not site["fn"].has_enumerate_support:
             raise ValueError(
-                f"latent site {name!r} ({kind}) is discrete with unbounded support: the samplers move the "
-                "continuous sites only, and NumPyro can sum out only discrete sites of finite support "
-                "(Bernoulli, Categorical); marginalise it in the model or observe it"
+                f"latent site {name!r} ({kind}) is discrete with unbounded support, which gradmc cannot sample "
+                "from a NumPyro model yet: bound it (e.g. a Categorical or a truncated distribution over 0..N), "
+                "marginalise it, or write the log density with an Ordinal entry (docs/mixed-models.md)"
             )
-        marked = site["infer"].get("enumerate")
-        if marked not in (None, "parallel"):
-            raise ValueError(
-                f"latent site {name!r} ({kind}) is marked enumerate={marked!r}; it is summed out only with "
-                'infer={"enumerate": "parallel"}'
-            )
-        if importlib.util.find_spec("funsor") is None:
-            raise ValueError(
-                f"latent site {name!r} ({kind}) is discrete: NumPyro sums it out by enumeration, which needs "
-                "the funsor package (pip install funsor)"
-            )
+        values = _support(site)
+        for other in others:
+            if name in other and not np.array_equal(_support(other[name]), values):
+                raise ValueError(
+                    f"latent site {name!r} ({kind}) has a support that depends on other unknowns of the model "
+                    f"({values.size} values in one run of the model from its prior, {_support(other[name]).size} "
+                    "in another): gradmc needs each discrete site's values fixed"
+                )
+        size = int(np.size(site["value"]))
+        parts[name] = Binary(size) if np.array_equal(values, [0, 1]) else Ordinal(values, size)
+    return parts
 
 
 def from_numpyro(model: Callable, *args, **kwargs) -> Target:
@@ -96,8 +184,11 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
     Positions are NumPyro's unconstrained values of the continuous latent sites, flattened
     (``ravel_pytree``); the log density is minus NumPyro's potential energy, so it includes
     the log-Jacobian of each site's transform to the real line. Discrete latent sites of
-    finite support are summed out by enumeration (mark them ``infer={"enumerate":
-    "parallel"}``; this needs ``funsor``). ``initial_position`` is NumPyro's default
+    finite support are sampled: the target lives on a :class:`~gradmc.spaces.Product` of the
+    continuous sites and the discrete ones (0/1 sites ``Binary``, others ``Ordinal`` over their
+    values), and ``gradmc.sample(target, "auto")`` moves each block with its own sampler
+    (:mod:`gradmc.composed`). Sites marked ``infer={"enumerate": "parallel"}`` are summed out
+    by NumPyro instead (this needs ``funsor``). ``initial_position`` is NumPyro's default
     initialisation (uniform in (-2, 2) on the unconstrained scale, retried until the log
     density and its gradient are finite), so ``gradmc.sample`` needs no ``init``. The
     target's :class:`~gradmc.variables.Variables` give the constrained value of every
@@ -115,8 +206,9 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
     ImportError
         Without NumPyro installed.
     ValueError
-        For a discrete latent site NumPyro cannot sum out, or a model without continuous
-        latent sites.
+        For a discrete latent site of unbounded support or whose support depends on other
+        unknowns, a site marked for another kind of enumeration, or a model without latent
+        sites.
     """
     _numpyro()
     from numpyro.infer.util import initialize_model
@@ -124,7 +216,9 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
     if not callable(model):
         raise TypeError(f"model must be a NumPyro model function, got {type(model).__name__}")
     sites = _model_trace(model, args, kwargs)
-    _check_discrete_sites(sites)
+    discrete = _sampled_discrete_sites(sites, [_model_trace(model, args, kwargs, seed=k) for k in (1, 2)])
+    if discrete:
+        return _mixed_target(model, args, kwargs, sites, discrete)
     names = [
         name
         for name, site in sites.items()

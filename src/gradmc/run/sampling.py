@@ -316,7 +316,7 @@ def _as_sampler(sampler, target: Target) -> Sampler:
     """
     space = target.space
     if isinstance(space, Product) and (space.discrete_parts or isinstance(sampler, Mapping) or sampler == AUTO):
-        return composed_sampler(space, sampler)
+        return composed_sampler(target, sampler)
     if isinstance(sampler, Mapping):
         raise TypeError(
             f"a dict of samplers names parts of a mixed target; target {target.name!r} lives on {space}: "
