@@ -171,6 +171,7 @@ PAGE = Path(__file__).resolve().parents[1] / "docs" / "mixed-models.md"
 EXAMPLES = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)
 
 
+@pytest.mark.slow
 def test_mixed_models_page_examples_run_clean():
     assert "mixed-models.md" in (PAGE.parents[1] / "mkdocs.yml").read_text()
     assert len(EXAMPLES) == 3

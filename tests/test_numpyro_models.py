@@ -171,3 +171,49 @@ def test_discrete_sites_that_cannot_be_sampled_are_named():
 
     with pytest.raises(ValueError, match="latent site 's' \\(DiscreteUniform\\) has a support that depends"):
         gradmc.from_numpyro(moving_support)
+
+
+# sixty yearly event counts whose rate drops part of the way through (made up for the test)
+YEARLY_COUNTS = np.array([4, 5, 4, 1, 0, 4, 3, 4, 0, 6, 3, 3, 4, 0, 2, 6, 3, 3, 5, 4, 5, 3, 1, 4, 4, 1, 5, 5, 3, 4,
+                 2, 5, 2, 2, 3, 4, 2, 1, 3, 2, 1, 1, 1, 1, 1, 3, 0, 0, 1, 0, 1, 1, 0, 0, 3, 1, 0, 3, 2, 2])  # fmt: skip
+
+
+def change_point(counts):
+    T = len(counts)
+    early = numpyro.sample("early", dist.Exponential(0.5))
+    late = numpyro.sample("late", dist.Exponential(0.5))
+    s = numpyro.sample("s", dist.DiscreteUniform(0, T - 1))
+    rate = jnp.where(jnp.arange(T) < s, early, late)
+    numpyro.sample("counts", dist.Poisson(rate), obs=counts)
+
+
+@pytest.mark.slow
+def test_a_change_point_is_exact():
+    """Exponential(0.5) = Gamma(1, 0.5) rates are conjugate to the Poisson counts, so
+    p(s | y) ∝ Π over the two segments of Γ(1 + S) / (0.5 + n)^(1 + S) (S the segment's
+    total, n its length), and early | s, y ~ Gamma(1 + S_early, 0.5 + s).
+    """
+    from scipy.special import gammaln
+
+    from gradmc.enumeration import ExactDistribution
+    from gradmc.testing import assert_moments_match, assert_tv_within_bound
+
+    T = YEARLY_COUNTS.size
+    s = np.arange(T)
+    early_total = np.concatenate([[0], np.cumsum(YEARLY_COUNTS)[:-1]])
+    late_total = YEARLY_COUNTS.sum() - early_total
+    log_p = gammaln(1 + early_total) - (1 + early_total) * np.log(0.5 + s)
+    log_p += gammaln(1 + late_total) - (1 + late_total) * np.log(0.5 + T - s)
+    probs = np.exp(log_p - log_p.max())
+    probs /= probs.sum()
+    shape, rate = 1 + early_total, 0.5 + s
+    mean = probs @ (shape / rate)
+    var = probs @ (shape * (shape + 1) / rate**2) - mean**2
+
+    target = gradmc.from_numpyro(change_point, YEARLY_COUNTS)
+    trace = gradmc.sample(target, "auto", num_draws=2000, seed=3, progress=False)
+    assert trace.sampler == "early+late=nuts, s=gibbs"
+    posterior = trace.posterior()
+    exact = ExactDistribution(s.astype(float), 1, probs, 0.0)
+    assert_tv_within_bound(posterior["s"][..., None].astype(float), exact, p=0.01)
+    assert_moments_match(np.asarray(posterior["early"])[..., None], [mean], var=[var], p=0.01)
