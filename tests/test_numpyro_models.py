@@ -109,7 +109,7 @@ def test_enumerated_sites_are_summed_out():
 
 def test_from_numpyro_without_numpyro_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "numpyro", None)
-    with pytest.raises(ImportError, match='pip install "gradmc\\[numpyro\\]"'):
+    with pytest.raises(ImportError, match='pip install -e "\\.\\[numpyro\\]" in the gradmc repository'):
         gradmc.from_numpyro(eight_schools, SIGMA, y=Y)
 
 

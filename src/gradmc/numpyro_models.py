@@ -4,7 +4,7 @@
 log joint of the latent sites, mapped to the real line, with the log-Jacobian of that
 map); the trace's named variables are the constrained values of every latent site and
 the deterministic sites, under their site names. NumPyro is imported only here, so
-gradmc works without it (``pip install "gradmc[numpyro]"`` adds it).
+gradmc works without it (``pip install -e ".[numpyro]"`` in the repository adds it).
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ from gradmc.variables import Variables
 
 __all__ = ["from_numpyro", "numpyro_model_error"]
 
-INSTALL_HINT = 'NumPyro models need NumPyro: pip install "gradmc[numpyro]"'
+INSTALL_HINT = (
+    'NumPyro models need NumPyro: pip install -e ".[numpyro]" in the gradmc repository, '
+    'or pip install "numpyro>=0.22,<0.23"'
+)
 
 
 def _numpyro():

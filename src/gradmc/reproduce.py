@@ -21,9 +21,9 @@ from gradmc import registry
 
 __all__ = ["EXTRA_MODULES", "MissingExtraError", "missing_extra", "run_experiment", "run_all"]
 
-#: Modules only the experiments need: ``pip install 'gradmc[experiments]'`` installs them.
+#: Modules only the experiments need: ``pip install -e '.[experiments]'`` in the repository installs them.
 EXTRA_MODULES = ("cvxpy", "equinox", "markdown")
-EXTRA_HINT = "pip install 'gradmc[experiments]'"
+EXTRA_HINT = "pip install -e '.[experiments]' in the gradmc repository"
 
 
 class MissingExtraError(ModuleNotFoundError):

@@ -84,19 +84,21 @@ def test_reproduce_names_the_extra_for_a_missing_module(monkeypatch, tmp_path):
     _fake_experiment(monkeypatch, ModuleNotFoundError("No module named 'equinox'", name="equinox"))
     result = reproduce.run_experiment("x", tmp_path, full=False, seed=0, progress=False)
     assert not result["ok"]
-    assert "this experiment needs the optional dependencies: pip install 'gradmc[experiments]'" in result["text"]
+    assert "needs the optional dependencies: pip install -e '.[experiments]' in the gradmc repository" in result["text"]
     assert "'equinox'" in result["text"] and (tmp_path / "report.md").read_text().strip() == result["text"]
 
 
 def test_reproduce_reports_other_failures_with_their_traceback(monkeypatch, tmp_path):
     _fake_experiment(monkeypatch, ModuleNotFoundError("No module named 'nope'", name="nope"))
     result = reproduce.run_experiment("x", tmp_path, full=False, seed=0, progress=False)
-    assert not result["ok"] and "Traceback" in result["text"] and "gradmc[experiments]" not in result["text"]
+    assert not result["ok"] and "Traceback" in result["text"] and ".[experiments]" not in result["text"]
 
 
 def test_reproduce_all_needs_markdown_up_front(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "markdown", None)  # find_spec then reports it missing
-    with pytest.raises(reproduce.MissingExtraError, match=r"pip install 'gradmc\[experiments\]'"):
+    with pytest.raises(
+        reproduce.MissingExtraError, match=r"pip install -e '\.\[experiments\]' in the gradmc repository"
+    ):
         reproduce.run_all(tmp_path, names=["titsias2019"])
     assert not (tmp_path / "titsias2019").exists()
 

@@ -5,7 +5,7 @@ the authors' code, §5.4 writes ½sᵀJs), then the re-estimation of J by PCD wi
 in the same {0, 1} coding as Table 1 (:data:`~gradmc.experiments.rhodes_learning.CODINGS`);
 Figure 13 (parameter error against sample-quality metrics) and Figure 15 (samples).
 
-The network needs equinox (``pip install 'gradmc[experiments]'``), imported only when the
+The network needs equinox (``pip install -e '.[experiments]'`` in the repository), imported only when the
 experiment runs.
 """
 
