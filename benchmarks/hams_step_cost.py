@@ -36,9 +36,9 @@ import numpy as np
 
 import gradmc
 from gradmc import random as gradmc_random
-from gradmc.adapt.preconditioner import make_preconditioner as rg_preconditioner
 from gradmc.base import Target
 from gradmc.curvature import second_order
+from gradmc.curvature.pavg_model import make_preconditioner as rg_preconditioner
 from gradmc.discrete import hams, ncg, pavg
 from gradmc.report import format_table
 from gradmc.spaces import Ordinal
@@ -254,7 +254,7 @@ def part_c(steps: int, repeats: int) -> list[dict]:
             target,
             steps,
         )
-    loops["normals"] = normals_loop(second_order.momentum_shape(model, d), steps)
+    loops["normals"] = normals_loop(model.momentum_shape(d), steps)
     times = interleaved_times(loops, steps, repeats)
     return [
         {

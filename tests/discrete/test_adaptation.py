@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import gradmc
-from gradmc.discrete.samplers import MAX_STEP_SIZE, TARGET_ACCEPT
+from gradmc.discrete.gradient_samplers import MAX_STEP_SIZE, TARGET_ACCEPT
 from gradmc.spaces import Binary
 
 WARMUP, DRAWS, CHAINS = 1500, 1000, 4

@@ -26,7 +26,7 @@ from gradmc.base import Target
 from gradmc.diagnostics.ess import geyer_ess
 from gradmc.diagnostics.health import RunWarning
 from gradmc.discrete import avg, block_gibbs, gwg, ncg, ordinal_ncg, proposals
-from gradmc.discrete.samplers import MAX_STEP_SIZE, TARGET_ACCEPT
+from gradmc.discrete.gradient_samplers import MAX_STEP_SIZE, TARGET_ACCEPT
 from gradmc.registry import sampler as recipe
 from gradmc.run import run_chains as drive_sampler
 from gradmc.spaces import Binary, Categorical, Ordinal, Real, Spin
@@ -334,6 +334,7 @@ def test_nan_logdensity_states_are_never_entered(name, options):
 # ---------------------------------------------------------------------------------------
 
 from gradmc.adapt import preconditioner as pc  # noqa: E402
+from gradmc.curvature import pavg_model  # noqa: E402
 
 
 def test_preconditioner_root_and_negative_eigenvalues():
@@ -343,11 +344,11 @@ def test_preconditioner_root_and_negative_eigenvalues():
     M = (g + g.T) / 2
     lam_min = np.linalg.eigvalsh(M).min()
     assert lam_min < 0
-    p = pc.make_preconditioner(M, 0.5)
+    p = pavg_model.make_preconditioner(M, 0.5)
     np.testing.assert_allclose(float(p.d_eps), -lam_min + 4.0, rtol=1e-5)
     np.testing.assert_allclose(np.asarray(p.root @ p.root), M + float(p.d_eps) * np.eye(5), atol=1e-4)
     np.testing.assert_allclose(np.asarray(p.root), np.asarray(p.root).T, atol=1e-5)
-    psd = pc.make_preconditioner(g @ g.T, 2.0)
+    psd = pavg_model.make_preconditioner(g @ g.T, 2.0)
     np.testing.assert_allclose(float(psd.d_eps), 1.0, rtol=1e-5)  # M ⪰ 0: plain 2/ε
 
 
@@ -490,9 +491,9 @@ def test_pavg_learning_needs_warmup():
 def test_pavg_warns_that_a_dense_m_is_slow_at_large_d(monkeypatch):
     """Above the dense limit a learned M costs a d × d eigendecomposition per refit: the
     warning names the samplers that learn a sparse W instead; a given M does not warn."""
-    import gradmc.discrete.samplers as discrete_samplers
+    import gradmc.discrete.gradient_samplers as gradient_samplers
 
-    monkeypatch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 3)
+    monkeypatch.setattr(gradient_samplers, "MAX_LEARNED_W_DIM", 3)
     with pytest.warns(RunWarning, match="dense 4 x 4 M.*pavg-variance"):
         recipe("pavg").bind(BIN, 400)
     with warnings.catch_warnings():

@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 
 import gradmc
-import gradmc.discrete.samplers as discrete_samplers
+import gradmc.discrete.hams_samplers as hams_samplers
 from gradmc.base import Target
-from gradmc.curvature import graph_model, second_order, sparse_model
+from gradmc.curvature import graph_model, sparse_model, sparse_w
 from gradmc.spaces import Binary
 
 
@@ -46,19 +46,19 @@ def test_products_match_the_dense_matrices():
     rng = np.random.default_rng(1)
     d, edges = 12, np.array([[0, 5], [1, 2], [2, 11], [3, 7], [4, 9], [0, 11]])
     weights = rng.normal(size=len(edges)).astype(np.float32)
-    model = second_order.graph_preconditioner(
+    model = sparse_w.graph_preconditioner(
         rng.normal(size=d).astype(np.float32), edges[:, 0], edges[:, 1], weights, jnp.float32(0.7)
     )
-    W, L = second_order.graph_to_dense(model)
+    W, L = sparse_w.graph_to_dense(model)
     D = np.asarray(model.D, np.float64)
     np.testing.assert_allclose(L @ L.T, W + np.diag(D), atol=1e-5)
     off = np.abs(W - np.diag(np.diag(W))).sum(axis=1)
     np.testing.assert_allclose(D, 0.7 - np.diag(W) + off, atol=1e-5)  # the Gershgorin shift
     x = jnp.asarray(rng.normal(size=d), jnp.float32)
     u = jnp.asarray(rng.normal(size=len(edges) + d), jnp.float32)
-    assert second_order.momentum_shape(model, d) == (len(edges) + d,)
-    np.testing.assert_allclose(second_order.structured_shifted_product(model, x), (W + np.diag(D)) @ x, atol=1e-5)
-    np.testing.assert_allclose(second_order.structured_l_product(model, u), L @ u, atol=1e-5)
+    assert model.momentum_shape(d) == (len(edges) + d,)
+    np.testing.assert_allclose(model.shifted_product(x), (W + np.diag(D)) @ x, atol=1e-5)
+    np.testing.assert_allclose(model.l_product(u), L @ u, atol=1e-5)
 
 
 def test_probe_finds_the_graph():
@@ -75,13 +75,13 @@ def test_probe_finds_the_graph():
 def test_learned_graph_w_is_the_hessian(monkeypatch):
     """On a quadratic f, γ = H Δ exactly: the per-row regressions on the graph return H, and
     the kept draws, made with the frozen model, are rejection-free (§7.10)."""
-    monkeypatch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
-    monkeypatch.setattr(discrete_samplers, "SPARSE_W_HISTORY", 200)
+    monkeypatch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
+    monkeypatch.setattr(hams_samplers, "SPARSE_W_HISTORY", 200)
     target, H, edges = random_graph()
     trace = gradmc.sample(target, "o-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False)
     model = jax.tree.map(lambda x: np.asarray(x)[0], trace.params["model"])
-    assert isinstance(model, second_order.GraphPreconditioner)
-    W, _ = second_order.graph_to_dense(model)
+    assert isinstance(model, sparse_w.GraphPreconditioner)
+    W, _ = sparse_w.graph_to_dense(model)
     np.testing.assert_allclose(W, H, atol=1e-4 * np.abs(H).max())
     assert np.all(trace.stats["acceptance_rate"] > 0.999)
     assert f"W_couplings {len(edges)}" in gradmc.report.format_params(trace.params)

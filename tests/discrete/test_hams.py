@@ -26,9 +26,9 @@ import pytest
 from scipy.stats import chi2, norm
 
 import gradmc
-from gradmc.adapt.preconditioner import make_preconditioner as rg_preconditioner
 from gradmc.base import Target
 from gradmc.curvature import second_order
+from gradmc.curvature.pavg_model import make_preconditioner as rg_preconditioner
 from gradmc.diagnostics import exact_distribution
 from gradmc.discrete import hams, pavg
 from gradmc.discrete.proposals import sample_logits

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import gradmc
-import gradmc.discrete.samplers as discrete_samplers
+import gradmc.discrete.hams_samplers as hams_samplers
 from gradmc.base import Target
 from gradmc.curvature import low_rank_model, second_order
 from gradmc.discrete import hams, proposals
@@ -50,7 +50,7 @@ def test_operators_match_their_dense_matrices():
     assert np.linalg.eigvalsh(W + np.diag(np.asarray(precond.D))).min() >= delta - 1e-5
     x = np.random.default_rng(1).normal(size=9).astype(np.float32)
     for operator, dense in ((precond.W, W), (precond.L, L), (precond.L_inv, L_inv)):
-        np.testing.assert_allclose(np.asarray(operator.apply(jnp.asarray(x))), dense @ x, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(operator @ jnp.asarray(x)), dense @ x, atol=1e-5)
 
 
 # -- exactness with a given low-rank W: an RBM with 8 visible units (256 states) -----------------
@@ -154,8 +154,8 @@ def test_learned_low_rank_w_below_the_dense_limit():
 def test_learned_low_rank_w_above_the_dense_limit(monkeypatch):
     """Above the dense limit (forced low), a dense Hessian has too many diagonals for the
     sparse form, and its rank 3 makes W low-rank; φ ≠ 0 is allowed (L⁻¹ exists)."""
-    monkeypatch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
-    monkeypatch.setattr(discrete_samplers, "SPARSE_W_HISTORY", 200)
+    monkeypatch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
+    monkeypatch.setattr(hams_samplers, "SPARSE_W_HISTORY", 200)
     target, H = low_rank_quadratic(80, seed=1)
     trace = gradmc.sample(target, "v-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False)
     check_learned_hessian(trace, H)
@@ -163,7 +163,7 @@ def test_learned_low_rank_w_above_the_dense_limit(monkeypatch):
 
 
 def test_a_dense_full_rank_hessian_is_refused_above_the_dense_limit(monkeypatch):
-    monkeypatch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
+    monkeypatch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
     A = np.random.default_rng(0).normal(size=(80, 80)) / 80
     A = jnp.asarray(A + A.T, jnp.float32)
     dense = Target("dense-quadratic", lambda x: 0.5 * x @ A @ x, Binary(80))

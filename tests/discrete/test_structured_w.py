@@ -28,8 +28,8 @@ import numpy as np
 import pytest
 
 import gradmc
-import gradmc.discrete.samplers as discrete_samplers
-from gradmc.curvature import second_order, sparse_model
+import gradmc.discrete.hams_samplers as hams_samplers
+from gradmc.curvature import sparse_model, sparse_w
 from gradmc.discrete import hams, proposals
 from gradmc.enumeration import exact_distribution
 from gradmc.testing import assert_tv_within_bound
@@ -40,7 +40,7 @@ from gradmc.testing import assert_tv_within_bound
 def random_model(d=11, offsets=(1, 3), delta=0.7, seed=0, kind="edges"):
     rng = np.random.default_rng(seed)
     W_off = rng.normal(size=(len(offsets), d)) * (rng.random((len(offsets), d)) < 0.7)
-    return second_order.structured_preconditioner(rng.normal(size=d), W_off, offsets, delta, kind)
+    return sparse_w.structured_preconditioner(rng.normal(size=d), W_off, offsets, delta, kind)
 
 
 @pytest.mark.parametrize(("kind", "offsets"), [("edges", (1, 3)), ("edges", (4,)), ("edges", ()), ("blocks", (1, 3))])
@@ -51,15 +51,15 @@ def test_products_match_the_dense_matrices(kind, offsets):
     has L = √δ I; about 30 % of the pairs are no edge, so chains break.
     """
     model = random_model(kind=kind, offsets=offsets)
-    W, L = second_order.structured_to_dense(model)
+    W, L = sparse_w.structured_to_dense(model)
     d = W.shape[0]
     rng = np.random.default_rng(1)
-    x, u = rng.normal(size=d), rng.normal(size=second_order.momentum_shape(model, d))
-    np.testing.assert_allclose(second_order.structured_w_product(model, x), W @ x, atol=1e-5)
+    x, u = rng.normal(size=d), rng.normal(size=model.momentum_shape(d))
+    np.testing.assert_allclose(model.w_product(x), W @ x, atol=1e-5)
     WD = W + np.diag(np.asarray(model.D, np.float64))
-    np.testing.assert_allclose(second_order.structured_shifted_product(model, x), WD @ x, atol=1e-5)
-    np.testing.assert_allclose(second_order.structured_l_product(model, u), L @ u.reshape(-1), atol=1e-5)
-    np.testing.assert_allclose(second_order.structured_lt_product(model, x).reshape(-1), L.T @ x, atol=1e-5)
+    np.testing.assert_allclose(model.shifted_product(x), WD @ x, atol=1e-5)
+    np.testing.assert_allclose(model.l_product(u), L @ u.reshape(-1), atol=1e-5)
+    np.testing.assert_allclose(model.lt_product(x).reshape(-1), L.T @ x, atol=1e-5)
     D = np.asarray(model.D, np.float64)
     np.testing.assert_allclose(L @ L.T, W + np.diag(D), atol=1e-5)
     if kind == "blocks":
@@ -96,11 +96,11 @@ class Case:
         if kind == "graph":  # the same W as an edge list (§8.10)
             k, rows = np.nonzero(W_off)
             cols = rows + np.asarray(offsets)[k]
-            self.model = second_order.graph_preconditioner(
+            self.model = sparse_w.graph_preconditioner(
                 np.full(i.size, -0.3), rows, cols, W_off[k, rows], jnp.float32(delta)
             )
         else:
-            self.model = second_order.structured_preconditioner(np.full(i.size, -0.3), W_off, offsets, delta, kind)
+            self.model = sparse_w.structured_preconditioner(np.full(i.size, -0.3), W_off, offsets, delta, kind)
 
 
 CASES = {
@@ -203,8 +203,8 @@ def test_probe_finds_the_one_hot_lattice():
 def learned_potts():
     """V-PDHAMS with no options on the 3 × 4 Potts lattice, the sparse path forced."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
-        patch.setattr(discrete_samplers, "SPARSE_W_HISTORY", 200)
+        patch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
+        patch.setattr(hams_samplers, "SPARSE_W_HISTORY", 200)
         return gradmc.sample(
             POTTS_LATTICE, "v-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False
         )
@@ -215,7 +215,7 @@ def test_learned_sparse_w_on_one_hot_rows(learned_potts):
     Hessian and the kept draws, made with the frozen model, are rejection-free."""
     model = jax.tree.map(lambda x: np.asarray(x)[0], learned_potts.params["model"])
     assert model.offsets == (3, 12)
-    W, _ = second_order.structured_to_dense(model)
+    W, _ = sparse_w.structured_to_dense(model)
     flat = lambda x: POTTS_LATTICE.logdensity_fn(x.reshape(12, 3))  # noqa: E731
     hessian = np.asarray(jax.hessian(flat)(jnp.zeros(36)))
     np.testing.assert_allclose(W, hessian, atol=1e-4 * np.abs(hessian).max())
@@ -229,16 +229,16 @@ def learned():
     """V-PDHAMS with no options on the 5 × 6 lattice, the sparse path forced by a low threshold;
     the fit sees all 200 exploring steps, so every bond has an end that moved."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
-        patch.setattr(discrete_samplers, "SPARSE_W_HISTORY", 200)
+        patch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
+        patch.setattr(hams_samplers, "SPARSE_W_HISTORY", 200)
         return gradmc.sample(LATTICE, "v-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False)
 
 
 def test_learned_sparse_w_is_the_hessian(learned):
     """On a quadratic f, γ = H Δ exactly: the per-row regressions return the Hessian J + Jᵀ."""
     model = jax.tree.map(lambda x: np.asarray(x)[0], learned.params["model"])
-    assert isinstance(model, second_order.StructuredPreconditioner) and model.offsets == (1, 6)
-    W, _ = second_order.structured_to_dense(model)
+    assert isinstance(model, sparse_w.StructuredPreconditioner) and model.offsets == (1, 6)
+    W, _ = sparse_w.structured_to_dense(model)
     J = np.asarray(LATTICE.metadata["J"])
     np.testing.assert_allclose(W, J + J.T, atol=1e-4 * np.abs(J).max())
     line = gradmc.report.format_params(learned.params)
@@ -254,12 +254,12 @@ def test_learned_sparse_w_with_dense_blocks():
     (diagonal 5): the probe finds all five diagonals, the fit returns the Hessian of this
     quadratic target, and the kept draws are rejection-free."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
-        patch.setattr(discrete_samplers, "SPARSE_W_HISTORY", 200)
+        patch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
+        patch.setattr(hams_samplers, "SPARSE_W_HISTORY", 200)
         trace = gradmc.sample(FHMM, "o-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False)
     model = jax.tree.map(lambda x: np.asarray(x)[0], trace.params["model"])
     assert model.offsets == (1, 2, 3, 4, 5)
-    W, _ = second_order.structured_to_dense(model)
+    W, _ = sparse_w.structured_to_dense(model)
     hessian = np.asarray(jax.hessian(FHMM.logdensity_fn)(jnp.full(30, 0.5)))
     np.testing.assert_allclose(W, hessian, atol=1e-4 * np.abs(hessian).max())
     assert np.all(trace.stats["acceptance_rate"] > 0.999)
@@ -275,7 +275,7 @@ def test_kept_draws_use_the_frozen_model(learned):
 
 
 def test_phi_needs_a_dense_w(monkeypatch):
-    monkeypatch.setattr(discrete_samplers, "MAX_LEARNED_W_DIM", 10)
+    monkeypatch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
     with pytest.raises(ValueError, match="phi = 0 only"):
         gradmc.sampler("v-pdhams", phi=-0.5).bind(LATTICE, 400)
     with pytest.raises(ValueError, match="phi = 0 only"):

@@ -25,7 +25,8 @@ import pytest
 import gradmc
 from gradmc.base import Target
 from gradmc.diagnostics import exact_distribution
-from gradmc.discrete.samplers import RANDOM_WALK_ACCEPT, SINGLE_SITE_ACCEPT, TARGET_ACCEPT
+from gradmc.discrete.gradient_samplers import TARGET_ACCEPT
+from gradmc.discrete.local_samplers import RANDOM_WALK_ACCEPT, SINGLE_SITE_ACCEPT
 from gradmc.spaces import Ordinal
 from gradmc.targets.hams_targets import discrete_gaussian
 from gradmc.testing import assert_tv_within_bound

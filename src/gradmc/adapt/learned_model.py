@@ -22,9 +22,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from gradmc.adapt.preconditioner import pool_chains
 from gradmc.adapt.step_size import StepSizeRule
 from gradmc.base import BoundSampler, Shared
+from gradmc.chains import pool_chains
 
 __all__ = ["ExploreFitState", "ModelTuning", "explore_then_fit_sampler", "pooled_dense_fit"]
 
@@ -115,7 +115,7 @@ def explore_then_fit_sampler(
         How many of the last exploring steps are recorded.
     fit : callable
         ``fit(moves, gradient_changes) -> model`` from one chain's records, ``(num_history,
-        d)`` each; it pools them across chains itself (:func:`gradmc.adapt.preconditioner.pool_chains`),
+        d)`` each; it pools them across chains itself (:func:`gradmc.chains.pool_chains`),
         so the model is the same in every chain (traced).
     placeholder_model : Any
         A model of the fitted model's structure, used before the fit.

@@ -1,14 +1,6 @@
-"""PAVG's preconditioner: M_ε and its square root, and how M is chosen or learned
-(Rhodes & Gutmann 2022, App. F).
+"""How PAVG's M is learned during warm-up (Rhodes & Gutmann 2022, App. F); the forms M is
+held in are :mod:`gradmc.curvature.pavg_model`.
 
-* :class:`PAVGPreconditioner` — M, a root R of M_ε and d_ε, as the PAVG and block-Gibbs
-  kernels take them.
-* :func:`make_preconditioner` — M_ε = M + d_ε I with d_ε = max(0, −λ_min(M)) + 2/ε
-  (eq. 39, safe for M with negative eigenvalues) and its symmetric square root R, computed
-  once per M from one eigendecomposition (the kernel then needs two mat-vecs per step).
-* :class:`EigenPreconditioner` — the same M_ε held by M's eigendecomposition, as the
-  warm-up uses it: γ and ε then change at every step in O(n), at two more mat-vecs.
-* :func:`from_data` — the covariance or precision of a data set (App. F, EBMs).
 * :func:`least_squares_scale`, :func:`choose_candidate` — App. F.1: for each candidate
   M (empirical covariance and precision of the burn-in samples) the least-squares γ0 of
   eqs 36–37, keeping the candidate γ0 M of lower loss.
@@ -33,20 +25,14 @@ import numpy as np
 
 from gradmc.adapt.step_size import StepSizeRule, fixed_rule
 from gradmc.base import BoundSampler, Shared
+from gradmc.chains import gather_chains, pool_chains
+from gradmc.curvature.pavg_model import EigenPreconditioner, eigen_preconditioner, from_eigh
 
 __all__ = [
-    "PAVGPreconditioner",
-    "EigenPreconditioner",
     "LearningState",
-    "make_preconditioner",
-    "from_eigh",
-    "eigen_preconditioner",
-    "from_data",
     "least_squares_scale",
     "choose_candidate",
     "adapt_gamma",
-    "pool_chains",
-    "gather_chains",
     "PooledModel",
     "HISTORY_FLOATS",
     "learning_sampler",
@@ -55,148 +41,6 @@ __all__ = [
 
 DEFAULTS = dict(num_fit=1000, refit_interval=100, adapt_rate=0.25, decay=0.99)
 """Algorithm F.4 defaults (the authors' settings): N_M = 1000, N_adapt = 100, δ = 0.25, ρ = 0.99."""
-
-
-class PAVGPreconditioner(NamedTuple):
-    """PAVG's second-order term: M (n×n, acting on the flattened position), a square root R
-    of M_ε = M + d_ε I and the shift d_ε (eq. 39).
-
-    R is any matrix with RᵀR = M_ε: the kernel draws its auxiliary noise as ``n @ R`` = Rᵀn
-    (covariance RᵀR). :func:`make_preconditioner` gives the symmetric root; a Cholesky
-    factor M_ε = L Lᵀ is stored as R = Lᵀ (:func:`gradmc.learn.pcd.cholesky_preconditioner`).
-
-    Parameters
-    ----------
-    matrix : jax.Array
-        M, (n, n).
-    root : jax.Array
-        R with RᵀR = M_ε, (n, n).
-    d_eps : jax.Array
-        d_ε, a scalar.
-    """
-
-    matrix: jax.Array
-    root: jax.Array
-    d_eps: jax.Array
-
-
-class EigenPreconditioner(NamedTuple):
-    """PAVG's second-order term held by the eigendecomposition M = V diag(λ) Vᵀ: M x and the
-    symmetric root R x = V diag(√(λ + d_ε)) Vᵀ x are two mat-vecs with V each, and a new γ
-    (λ scaled) or ε (d_ε) costs O(n), with no n × n product (the warm-up's form).
-
-    Parameters
-    ----------
-    eigvecs : jax.Array
-        V, (n, n), eigenvectors in columns.
-    eigvals : jax.Array
-        λ, (n,).
-    d_eps : jax.Array
-        d_ε, a scalar.
-    """
-
-    eigvecs: jax.Array
-    eigvals: jax.Array
-    d_eps: jax.Array
-
-    def root_values(self) -> jax.Array:
-        """√(λ + d_ε), the eigenvalues of the symmetric root R of M_ε."""
-        return jnp.sqrt(jnp.maximum(self.eigvals + self.d_eps, 0.0))
-
-
-def _shift(eigvals, step_size):
-    """d_ε = max(0, −λ_min) + 2/ε (eq. 39)."""
-    return jnp.maximum(0.0, -jnp.min(eigvals)) + 2.0 / step_size
-
-
-def eigen_preconditioner(eigvecs, eigvals, step_size) -> EigenPreconditioner:
-    """The preconditioner of M = V diag(λ) Vᵀ for step size ε (eq. 39), kept in eigen form.
-
-    Parameters
-    ----------
-    eigvecs, eigvals : jax.Array
-        V and λ, as the fields of :class:`EigenPreconditioner`.
-    step_size : float or jax.Array
-        ε > 0.
-    """
-    d_eps = jnp.asarray(_shift(eigvals, step_size), jnp.float32)
-    return EigenPreconditioner(jnp.asarray(eigvecs, jnp.float32), jnp.asarray(eigvals, jnp.float32), d_eps)
-
-
-def from_eigh(eigvecs, eigvals, step_size) -> PAVGPreconditioner:
-    """The preconditioner of :func:`eigen_preconditioner` (same parameters) with M and R
-    formed, for a kernel that runs with it for long: one mat-vec each per step.
-    """
-    eigen = eigen_preconditioner(eigvecs, eigvals, step_size)
-    vecs = eigen.eigvecs
-    matrix = (vecs * eigen.eigvals) @ vecs.T
-    root = (vecs * eigen.root_values()) @ vecs.T
-    return PAVGPreconditioner(matrix, root, eigen.d_eps)
-
-
-def make_preconditioner(M, step_size) -> PAVGPreconditioner:
-    """The preconditioner of a given symmetric M (negative eigenvalues allowed, eq. 39).
-
-    Parameters
-    ----------
-    M : array_like
-        Symmetric (n, n).
-    step_size : float or jax.Array
-        ε > 0.
-    """
-    eigvals, eigvecs = jnp.linalg.eigh(jnp.asarray(M, jnp.float32))
-    return from_eigh(eigvecs, eigvals, step_size)
-
-
-def from_data(samples, kind: str = "covariance") -> np.ndarray:
-    """Empirical covariance or precision (pseudo-inverse) of ``samples`` (App. F, EBMs).
-
-    Parameters
-    ----------
-    samples : array_like
-        (N, *event) samples, flattened per sample.
-    kind : {"covariance", "precision"}
-        Which matrix to return.
-    """
-    x = np.asarray(samples, dtype=np.float64)
-    x = x.reshape(x.shape[0], -1)
-    if x.shape[0] < 2 or not np.all(np.isfinite(x)):
-        raise ValueError(f"from_data needs at least 2 finite samples, got shape {x.shape}")
-    cov = np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])
-    if kind == "covariance":
-        return cov
-    if kind == "precision":
-        return np.linalg.pinv(cov, hermitian=True)
-    raise ValueError(f"kind must be 'covariance' or 'precision', got {kind!r}")
-
-
-def gather_chains(x):
-    """``x`` of every chain stacked, ``(num_chains, ...)``, when the runner's ``"chain"`` axis
-    exists (else ``x[None]``): held once, so products over chains are one matrix product.
-
-    Parameters
-    ----------
-    x : jax.Array
-        A per-chain array.
-    """
-    try:
-        return jax.lax.all_gather(x, "chain")
-    except NameError:
-        return x[None]
-
-
-def pool_chains(x):
-    """Mean over the runner's ``"chain"`` axis when it exists (else ``x`` itself).
-
-    Parameters
-    ----------
-    x : jax.Array
-        A per-chain statistic.
-    """
-    try:
-        return jax.lax.pmean(x, "chain")
-    except NameError:
-        return x
 
 
 def least_squares_scale(M, deltas, ys):

@@ -12,7 +12,7 @@ Markov random field on a mesh) has a sparse Hessian that the diagonal storage of
   row i of W from the least squares of γ_{t,i} on Δ_{t, N(i) ∪ {i}}, one small normal
   equation per row, its sums pooled over chains, and the two estimates of each coupling
   combined as in §8.7; then the Gershgorin D and the edge factor
-  (:func:`gradmc.curvature.second_order.graph_preconditioner`).
+  (:func:`gradmc.curvature.sparse_w.graph_preconditioner`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.adapt.preconditioner import pool_chains
-from gradmc.curvature.second_order import GraphPreconditioner, graph_preconditioner
+from gradmc.chains import pool_chains
 from gradmc.curvature.sparse_model import couplings_summary, hessian_columns
+from gradmc.curvature.sparse_w import GraphPreconditioner, graph_preconditioner
 
 __all__ = [
     "MAX_DEGREE",

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.adapt.preconditioner import pool_chains
+from gradmc.chains import pool_chains
 from gradmc.curvature.second_order import HamsPreconditioner, LowRankModel, fit_w_from_sums
 from gradmc.curvature.sparse_model import hessian_vector_products, probe_points
 

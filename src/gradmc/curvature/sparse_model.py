@@ -9,9 +9,9 @@ algorithm statement, docs/discrete-hams.md §8.7).
   PD eq. 38 restricted to the pattern: row i of W from least squares of γ_{t,i} on
   Δ_{t, N(i) ∪ {i}}, one small normal equation per row, then symmetrised.
 * :func:`pooled_structured_fit` — the ``fit`` of :func:`gradmc.adapt.learned_model.explore_then_fit_sampler`:
-  the per-row sums pooled over chains (:func:`gradmc.adapt.preconditioner.pool_chains`),
+  the per-row sums pooled over chains (:func:`gradmc.chains.pool_chains`),
   then W, the Gershgorin D and the factor L
-  (:func:`gradmc.curvature.second_order.structured_preconditioner`).
+  (:func:`gradmc.curvature.sparse_w.structured_preconditioner`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.adapt.preconditioner import pool_chains
-from gradmc.curvature.second_order import (
+from gradmc.chains import pool_chains
+from gradmc.curvature.sparse_w import (
     StructuredPreconditioner,
     edge_mask,
     shift_up,

@@ -16,9 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 from blackjax.base import build_sampling_algorithm
 
-from gradmc.adapt.preconditioner import PAVGPreconditioner, make_preconditioner
 from gradmc.base import SamplingAlgorithm, Target
 from gradmc.checks import check_positive_param, check_symmetric
+from gradmc.curvature.pavg_model import PAVGPreconditioner, make_preconditioner
 from gradmc.discrete import proposals
 from gradmc.discrete.proposals import (
     DiscreteInfo,
@@ -26,7 +26,6 @@ from gradmc.discrete.proposals import (
     auxiliary_proposal,
     factorised_proposal,
     l1_jump,
-    matrix_maps,
 )
 from gradmc.spaces import DiscreteSpace
 
@@ -47,7 +46,7 @@ def build_kernel():
         rng_key, state: DiscreteState, logdensity_fn: Callable, space: DiscreteSpace, precond: PAVGPreconditioner
     ):
         key_aux, key_prop = jax.random.split(rng_key)
-        forward, _ = auxiliary_proposal(*matrix_maps(precond), precond.d_eps)
+        forward, _ = auxiliary_proposal(precond.apply, precond.apply_root, precond.d_eps)
         a, b, _ = forward(key_aux, state)
         proposed = init(factorised_proposal(key_prop, a, b, space), logdensity_fn)
         ok = jnp.isfinite(proposed.logdensity) & jnp.all(jnp.isfinite(proposed.grad))

@@ -26,8 +26,8 @@ Special cases of the one kernel (§7.9, §11), with the preconditioner W, D, L o
 * **V-/O-DHAMS**: W = 0, D = δ⁻² I, L = δ⁻¹ I and φ_PDHAMS = φ_DHAMS / δ;
 * **PAVG** (variance form, §6.3): ε = 0, φ = 0, β = 1.
 
-With a sparse W by diagonals (:class:`~gradmc.curvature.second_order.StructuredPreconditioner`,
-§8.7) or by edges (:class:`~gradmc.curvature.second_order.GraphPreconditioner`, §8.10; φ = 0
+With a sparse W by diagonals (:class:`~gradmc.curvature.sparse_w.StructuredPreconditioner`,
+§8.7) or by edges (:class:`~gradmc.curvature.sparse_w.GraphPreconditioner`, §8.10; φ = 0
 only) L is d × k (k = K d for K diagonals, E + d for E edges) and the state holds
 v = L u ~ N(0, W + D) instead of u: v_m = −ε v + √(1−ε²) L ζ (ζ ∈ R^k), v' = v_m − (W + D)Δ and
 |u'|² − |m|² = −2 Δᵀ v_m + Δᵀ(W + D)Δ, so L⁻¹ is never needed.
@@ -59,15 +59,7 @@ from blackjax.base import build_sampling_algorithm
 from gradmc import random
 from gradmc.base import SamplingAlgorithm, Target
 from gradmc.checks import is_concrete
-from gradmc.curvature.second_order import (
-    SPARSE_MODELS,
-    HamsPreconditioner,
-    LowRankSymmetric,
-    check_delta,
-    momentum_shape,
-    structured_l_product,
-    structured_shifted_product,
-)
+from gradmc.curvature.second_order import HamsPreconditioner, check_delta
 from gradmc.discrete import proposals
 from gradmc.discrete.proposals import DiscreteInfo, factorised_logits, factorised_logprob, factorised_sample
 from gradmc.spaces import Categorical, DiscreteSpace
@@ -83,7 +75,6 @@ __all__ = [
     "init",
     "build_kernel",
     "as_top_level_api",
-    "check_structured_phi",
     "DHAMS_SETTINGS",
 ]
 
@@ -98,12 +89,6 @@ class HamsState(NamedTuple):
     momentum: jax.Array
     logdensity: jax.Array
     grad: jax.Array
-
-
-def _apply(matrix, x):
-    if isinstance(matrix, LowRankSymmetric):
-        return matrix.apply(x)
-    return matrix @ x if matrix.ndim == 2 else matrix * x
 
 
 # -- input checks (host side) ------------------------------------------------------------------
@@ -138,22 +123,6 @@ def check_space(target: Target) -> DiscreteSpace:
         The target a HAMS sampler is bound to.
     """
     return proposals.check_space(target, "HAMS")
-
-
-def check_structured_phi(phi) -> None:
-    """``ValueError`` unless φ = 0 (a number): a sparse model (:data:`~gradmc.curvature.second_order.SPARSE_MODELS`)
-    has no L⁻¹, which the gradient correction φ L⁻¹ρ of PD eq. 32 needs (§8.7).
-
-    Parameters
-    ----------
-    phi : float
-        The gradient correction φ.
-    """
-    if not is_concrete(phi) or float(phi) != 0.0:
-        raise ValueError(
-            f"a sparse (structured) W has no L⁻¹, which the gradient correction needs: it runs with phi = 0 only "
-            f"(got phi = {phi}); pass phi=0, or a dense W= to use phi != 0"
-        )
 
 
 # -- discrete over-relaxation (§2), float64 -----------------------------------------------------
@@ -329,9 +298,9 @@ def or_sample(key, i, logits, beta):
 
 
 def init(position, logdensity_fn: Callable, rng_key=None, momentum=None, precond=None) -> HamsState:
-    """State at ``position`` with u ~ N(0, I) from ``rng_key`` (or the given ``momentum``);
-    for a sparse ``precond`` (:data:`~gradmc.curvature.second_order.SPARSE_MODELS`) the
-    state holds v = L u ~ N(0, W + D) instead (§8.7).
+    """State at ``position`` with the momentum drawn from ``rng_key`` as ``precond`` holds it
+    (u ~ N(0, I) for a dense W, v = L u ~ N(0, W + D) for a sparse one, §8.7), or the given
+    ``momentum``.
 
     Parameters
     ----------
@@ -343,19 +312,18 @@ def init(position, logdensity_fn: Callable, rng_key=None, momentum=None, precond
         Key of the momentum draw (needed unless ``momentum`` is given).
     momentum : array_like, optional
         The momentum u.
-    precond : StructuredPreconditioner or GraphPreconditioner, optional
-        The sparse model whose v = L u the state holds (only needed for it).
+    precond : HamsPreconditioner, StructuredPreconditioner or GraphPreconditioner, optional
+        The second-order model (default: u ~ N(0, I), as for any dense one).
     """
     position = jnp.asarray(position, jnp.result_type(float))
     logdensity, grad = jax.value_and_grad(logdensity_fn)(position)
     if momentum is None:
         if rng_key is None:
             raise ValueError("init needs rng_key (to draw the momentum) or momentum")
-        if isinstance(precond, SPARSE_MODELS):
-            noise = jax.random.normal(rng_key, momentum_shape(precond, position.size), position.dtype)
-            momentum = structured_l_product(precond, noise)
-        else:
+        if precond is None:
             momentum = jax.random.normal(rng_key, (position.size,), position.dtype)
+        else:
+            momentum = precond.initial_momentum(rng_key, position.size, position.dtype)
     return HamsState(position, jnp.asarray(momentum, position.dtype).reshape(-1), logdensity, grad)
 
 
@@ -371,9 +339,9 @@ def build_kernel(beta: float = 1.0):
     The product with the stored L⁻¹ beats a triangular solve with a Cholesky L (half the
     flops, but XLA's CPU solve is ~10× slower for 100 chains). Everything else is O(d K).
 
-    With a :class:`~gradmc.curvature.second_order.StructuredPreconditioner` (φ = 0 only,
-    §8.7) the state's momentum is v = L u, and L ζ and (W + D)Δ are shifted elementwise
-    products, O(d · len(offsets)); L⁻¹ is never needed.
+    The momentum's refresh and move are the preconditioner's (``refresh``, ``move``): with a
+    sparse W (:mod:`gradmc.curvature.sparse_w`, φ = 0 only, §8.7) the state's momentum is
+    v = L u, and L ζ and (W + D)Δ are shifted elementwise products, O(d · len(offsets)).
 
     Parameters
     ----------
@@ -393,19 +361,11 @@ def build_kernel(beta: float = 1.0):
         epsilon,
         phi,
     ):
-        structured = isinstance(precond, SPARSE_MODELS)
+        precond.check_phi(phi)
         key_ref, key_prop, key_mh = jax.random.split(rng_key, 3)
         shape = state.position.shape  # (d,), or (d, k) one-hot rows: the algebra runs on the flat s
-        s, u, grad = state.position.reshape(-1), state.momentum, state.grad.reshape(-1)
-        if structured:  # the momentum scheme of §7.2: the state holds v = L u (§8.7)
-            check_structured_phi(phi)
-            zeta = random.normal(key_ref, momentum_shape(precond, s.shape[-1]), s.dtype)
-            noise = structured_l_product(precond, zeta)
-            Lm = -epsilon * u + jnp.sqrt(1.0 - epsilon**2) * noise  # L m, m = −u⁻ in law
-        else:
-            zeta = random.normal(key_ref, s.shape, s.dtype)  # PAVG's generator: the same random numbers (§7.9)
-            m = -epsilon * u + jnp.sqrt(1.0 - epsilon**2) * zeta  # = −u⁻ in law (§7.3–7.4)
-            Lm = _apply(precond.L, m)
+        s, grad = state.position.reshape(-1), state.grad.reshape(-1)
+        kept, Lm = precond.refresh(key_ref, state.momentum, epsilon)  # m = −u⁻ in law, and L m (§7.3–7.4)
         a_f = (grad + precond.D * s + Lm).reshape(shape)  # Q(·; a, D): a_j x − D_j x²/2 (§1)
         b = jnp.broadcast_to(-0.5 * precond.D, s.shape).reshape(shape)
         if beta == 1.0:
@@ -420,17 +380,7 @@ def build_kernel(beta: float = 1.0):
         s_new = s_new.astype(s.dtype)
         f_new, g_new = jax.value_and_grad(logdensity_fn)(s_new)
         s_new, g_flat = s_new.reshape(-1), g_new.reshape(-1)
-        delta = s_new - s
-        if structured:  # φ = 0: L u' = L m − (W + D)Δ (PD eq. 31) and |u'|² − |m|² = −2 Δᵀ L m + Δᵀ(W + D)Δ
-            WD_delta = structured_shifted_product(precond, delta)
-            Lu_new = u_new = Lm - WD_delta
-            kinetic = (jnp.sum(delta * Lm) - 0.5 * jnp.sum(delta * WD_delta),)
-        else:
-            W_delta = _apply(precond.W, delta)
-            rho = g_flat - grad - W_delta
-            Lu_new = -(W_delta + precond.D * delta) + Lm + phi * rho  # = L u' (PD eq. 32)
-            u_new = _apply(precond.L_inv, Lu_new)
-            kinetic = (-0.5 * jnp.sum(u_new**2), 0.5 * jnp.sum(m**2))
+        u_new, Lu_new, kinetic = precond.move(s_new - s, kept, Lm, g_flat - grad, phi)  # PD eqs 31–32
         a_b = (g_flat + precond.D * s_new + Lu_new).reshape(shape)
         if beta == 1.0:
             log_proposal = factorised_logprob(state.position, a_b, b, space) - log_q_f
@@ -442,7 +392,7 @@ def build_kernel(beta: float = 1.0):
                 log_proposal = jnp.sum(jnp.log((t_b / t_f).astype(s.dtype)))
         proposed = HamsState(s_new.reshape(shape), u_new, f_new, g_new)
         # kept on rejection: the momentum flips
-        flipped = HamsState(state.position, Lm if structured else m, state.logdensity, state.grad)
+        flipped = HamsState(state.position, kept, state.logdensity, state.grad)
         log_correction = (*kinetic, log_proposal)  # PD eq. 37, in this order
         return proposals.metropolis(key_mh, state, proposed, log_correction, rejected=flipped)
 
@@ -470,12 +420,10 @@ def as_top_level_api(
         The over-relaxation β ∈ (0, 1].
     """
     check_hyper(epsilon, beta)
-    start = init
-    if isinstance(precond, SPARSE_MODELS):
-        check_structured_phi(phi)
+    precond.check_phi(phi)
 
-        def start(position, logdensity_fn, rng_key=None):
-            return init(position, logdensity_fn, rng_key, precond=precond)
+    def start(position, logdensity_fn, rng_key=None):
+        return init(position, logdensity_fn, rng_key, precond=precond)
 
     return build_sampling_algorithm(
         build_kernel(beta), start, logdensity_fn, kernel_args=(space, precond, epsilon, phi), pass_rng_key_to_init=True

@@ -10,7 +10,7 @@ for a quadratic f with Hessian M the proposal is exact and every proposal is acc
 categorical rows).
 
 M is given (e.g. the model's J + Jᵀ, or a data covariance via
-:func:`gradmc.adapt.preconditioner.from_data`) or learned during warm-up by Algorithm
+:func:`gradmc.curvature.pavg_model.from_data`) or learned during warm-up by Algorithm
 F.4/F.5 (:func:`gradmc.adapt.preconditioner.learning_sampler`, used by the registered
 ``pavg`` sampler).
 """
@@ -21,11 +21,11 @@ from collections.abc import Callable
 
 from blackjax.base import build_sampling_algorithm
 
-from gradmc.adapt.preconditioner import PAVGPreconditioner, make_preconditioner
 from gradmc.base import SamplingAlgorithm
 from gradmc.checks import check_positive_param, check_symmetric
+from gradmc.curvature.pavg_model import PAVGPreconditioner, make_preconditioner
 from gradmc.discrete import proposals
-from gradmc.discrete.proposals import DiscreteInfo, DiscreteState, auxiliary_step, matrix_maps
+from gradmc.discrete.proposals import DiscreteInfo, DiscreteState, auxiliary_step
 from gradmc.spaces import DiscreteSpace
 
 __all__ = ["DiscreteState", "DiscreteInfo", "PAVGPreconditioner", "init", "build_kernel", "as_top_level_api"]
@@ -35,14 +35,13 @@ init = proposals.init
 
 def build_kernel():
     """``kernel(key, state, logdensity_fn, space, precond) -> (DiscreteState, DiscreteInfo)``
-    with a :class:`~gradmc.adapt.preconditioner.PAVGPreconditioner`.
+    with a :class:`~gradmc.curvature.pavg_model.PAVGPreconditioner` (or its eigen form).
     """
 
     def kernel(
         rng_key, state: DiscreteState, logdensity_fn: Callable, space: DiscreteSpace, precond: PAVGPreconditioner
     ):
-        apply_M, apply_root = matrix_maps(precond)
-        return auxiliary_step(rng_key, state, logdensity_fn, space, apply_M, apply_root, precond.d_eps)
+        return auxiliary_step(rng_key, state, logdensity_fn, space, precond.apply, precond.apply_root, precond.d_eps)
 
     return kernel
 

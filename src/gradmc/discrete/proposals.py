@@ -19,8 +19,8 @@ factorised proposal, AVG's auxiliary proposal, statistics and the fixed-kernel s
   step's cost on cheap targets).
 * :func:`factorised_mh_step`: one MH step with a factorised proposal, optionally after
   an auxiliary draw z (AVG/PAVG, eqs 27–28), whose forward and reverse proposals
-  :func:`auxiliary_proposal` gives (eqs 38–40); :func:`matrix_maps` applies PAVG's M
-  and its root.
+  :func:`auxiliary_proposal` gives (eqs 38–40) from maps that apply PAVG's M and its root
+  (the ``apply`` and ``apply_root`` of :mod:`gradmc.curvature.pavg_model`'s forms).
 * :func:`stats`: the step statistics of a discrete kernel.
 """
 
@@ -32,7 +32,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from gradmc.adapt.preconditioner import EigenPreconditioner, PAVGPreconditioner
 from gradmc.base import StepStats, Target, mh_accept, step_stats
 from gradmc.random import normal, uniform
 from gradmc.spaces import Categorical, DiscreteSpace
@@ -55,7 +54,6 @@ __all__ = [
     "factorised_mh_step",
     "auxiliary_proposal",
     "auxiliary_step",
-    "matrix_maps",
     "stats",
 ]
 
@@ -470,34 +468,6 @@ def auxiliary_step(rng_key, state, logdensity_fn, space, apply_M, apply_root, d_
     """
     forward, reverse = auxiliary_proposal(apply_M, apply_root, d_eps)
     return factorised_mh_step(rng_key, state, logdensity_fn, space, forward, reverse)
-
-
-def matrix_maps(precond: PAVGPreconditioner | EigenPreconditioner):
-    """``(apply_M, apply_root)`` of a PAVG preconditioner on position-shaped arrays
-    (flattened for the mat-vec), for :func:`auxiliary_proposal`.
-
-    Applied as row-vector products ``x @ A`` = Aᵀx, which keeps the chains' batch axis
-    first when vmapped (no transpose of the result): M is symmetric, and the root R is
-    any matrix with RᵀR = M_ε, so the noise ``n @ R`` has covariance M_ε. In eigen form,
-    M x = V(λ ⊙ Vᵀx) and R x = V(√(λ + d_ε) ⊙ Vᵀx), the symmetric root.
-
-    Parameters
-    ----------
-    precond : PAVGPreconditioner or EigenPreconditioner
-        M, its root R and d_ε; or M's eigendecomposition and d_ε.
-    """
-    if isinstance(precond, EigenPreconditioner):
-        vecs = precond.eigvecs
-
-        def scaled(values):
-            return lambda x: (((x.reshape(-1) @ vecs) * values) @ vecs.T).reshape(x.shape)
-
-        return scaled(precond.eigvals), scaled(precond.root_values())
-
-    def apply(matrix):
-        return lambda x: (x.reshape(-1) @ matrix).reshape(x.shape)
-
-    return apply(precond.matrix), apply(precond.root)
 
 
 # ---------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from gradmc.adapt.preconditioner import from_data
+from gradmc.curvature.pavg_model import from_data
 from gradmc.discrete import block_gibbs
 from gradmc.learn import pcd
 from gradmc.spaces import Binary, Spin

@@ -43,8 +43,8 @@ import optax
 from tqdm.auto import tqdm
 
 from gradmc import enumeration, registry
-from gradmc.adapt.preconditioner import PAVGPreconditioner, make_preconditioner
 from gradmc.checks import check_positive_param, check_radius
+from gradmc.curvature.pavg_model import PAVGPreconditioner, make_preconditioner
 from gradmc.discrete import gibbs
 from gradmc.random import bits
 from gradmc.spaces import DiscreteSpace
