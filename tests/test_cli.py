@@ -65,6 +65,7 @@ def test_compare_table_and_figures(tmp_path, capsys):
     assert "min_ess_per_s" in out and "ess_per_grad" in out and "mean_err" in out
     rows = json.loads((tmp_path / "table.json").read_text())
     assert [r["sampler"] for r in rows] == ["rwm", "mala"]
+    assert rows[0]["ess_per_grad"] is None and "NaN" not in (tmp_path / "table.json").read_text()  # JSON, no NaN
     assert (tmp_path / "compare.png").exists() and (tmp_path / "draws.png").exists()
 
 
@@ -94,8 +95,11 @@ def test_compare_with_checkpoint_resumes_identically(tmp_path, capsys):
         (["compare", "banana", "--samplers", "rwm", "--option", "step_size=1"], "SAMPLER.KEY=VALUE"),
         (["compare", "banana", "--samplers", "rwm,mala", "--option", "mala.bogus=1"], "has no option"),
         (["sample", "banana", "--sampler", "mala", "--restart"], "--restart discards a checkpoint"),
-        (["sample", "banana", "--sampler", "mala", "--dim", "3"], "--dim apply to a model"),
+        (["sample", "banana", "--sampler", "mala", "--dim", "3"], "--dim applies to a model"),
         (["describe", "no-such-sampler"], "valid samplers"),
+        (["sample", "banan", "--sampler", "mala"], "did you mean 'banana'?"),
+        (["sample", "banana", "--sampler", "nut"], "did you mean 'nuts'?"),
+        (["sample", "banana", "--sampler", "mala", "--option", "step_sise=0.1"], "did you mean 'step_size'?"),
     ],
 )
 def test_bad_names_and_arguments_exit_2(argv, message, capsys):
@@ -322,8 +326,11 @@ def test_sample_runs_a_user_model_file(model_file, tmp_path, capsys, spec, extra
     posterior = az.from_netcdf(tmp_path / "trace.nc").posterior
     assert set(posterior.data_vars) == names
     if spec == "schools":
-        out = capsys.readouterr().out
-        assert "tau" in out and "eta[0]" in out
+        lines = capsys.readouterr().out.splitlines()
+        header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["name", "mean"])
+        rows = [line.split()[0] for line in lines[header + 1 : header + 11]]
+        assert rows[:2] == ["mu", "tau"]  # scalars first, then the worst-converged entries of eta and theta
+        assert {row.split("[")[0] for row in rows[2:]} <= {"eta", "theta"}
         assert float(posterior["tau"].min()) > 0 and posterior["theta"].shape == (2, 40, 8)
     if spec == "potts":  # categorical draws written as labels
         assert posterior["x"].shape == (2, 40, 4) and set(np.unique(posterior["x"])) <= {0, 1, 2}

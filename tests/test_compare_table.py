@@ -2,6 +2,7 @@
 the bar chart's ranking, the per-sampler progress line, and the command's compilation cache.
 """
 
+import json
 import math
 import os
 import subprocess
@@ -16,7 +17,7 @@ from jax.experimental.compilation_cache import compilation_cache
 from gradmc import compile_cache
 from gradmc.base import Target
 from gradmc.cli import build_parser, main
-from gradmc.compare import COMPARE_COLUMNS, COMPARE_LEGEND, compare, ranked, trace_row
+from gradmc.compare import COMPARE_COLUMNS, COMPARE_LEGEND, compare, ranked, rows_as_json, trace_row
 from gradmc.diagnostics.health import RunWarning
 from gradmc.report import format_compare, format_params
 from gradmc.spaces import Real
@@ -115,6 +116,24 @@ def test_ranking_puts_samplers_without_gradients_last_in_given_order():
         {"sampler": "hmc", "median_ess_per_grad": 0.1},
     ]
     assert [r["sampler"] for r in ranked(rows)] == ["hmc", "mala", "rwm", "am"]
+
+
+def test_a_run_with_warnings_is_marked_and_ranked_after_the_clean_ones():
+    rows = [
+        {"sampler": "hmc", "median_ess_per_grad": 0.5, "warnings": 2},
+        {"sampler": "mala", "median_ess_per_grad": 0.05, "warnings": 0},
+        {"sampler": "rwm", "median_ess_per_grad": math.nan, "warnings": 0},
+        {"sampler": "nuts", "median_ess_per_grad": 0.1, "warnings": 0},
+    ]
+    assert [r["sampler"] for r in ranked(rows)] == ["nuts", "mala", "rwm", "hmc"]
+    table = format_compare([{**dict.fromkeys(COMPARE_COLUMNS, 1.0), **row} for row in rows])
+    assert "hmc (!)" in table and "mala (!)" not in table and "ranked after the clean ones" in table
+
+
+def test_table_json_holds_null_where_a_value_is_not_a_number():
+    rows = rows_as_json([{"sampler": "rwm", "mean_err": math.nan, "sd_err": math.inf, "ess_min": np.float32(3.5)}])
+    text = json.dumps(rows, allow_nan=False)  # raises on NaN
+    assert json.loads(text) == [{"sampler": "rwm", "mean_err": None, "sd_err": None, "ess_min": 3.5}]
 
 
 def test_a_line_per_finished_sampler_on_stderr_only_with_progress(corr_gaussian, capsys):

@@ -221,6 +221,7 @@ def test_command_line_one_sampler_per_part(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert "beta=nuts, gamma=pavg on" in out and "gamma[2]" in out and "gamma: " in out
+    assert "values drawn of the discrete variables:\n  gamma (3 entries pooled): " in out
     assert main([*argv, "--sampler", "gamma=auto", "--option", "gamma.steps=2", "--out", str(tmp_path / "d")]) == 0
     assert "beta=nuts, gamma=ncg on" in capsys.readouterr().out
     assert main([*argv, "--sampler", "gamma=nuts", "--out", str(tmp_path / "b")]) == 2

@@ -275,7 +275,9 @@ def _load_target(gradmc, args):
     given = [flag for flag, value in model_options.items() if value is not None]
     if given:
         raise ValueError(
-            f"{', '.join(given)} apply to a model given as FILE.py:NAME or module:NAME, not to the registered target "
+            f"{' and '.join([', '.join(given[:-1]), given[-1]] if len(given) > 1 else given)} "
+            f"{'applies' if len(given) == 1 else 'apply'} to a model given as FILE.py:NAME or "
+            f"module:NAME, not to the registered target "
             f"{args.target!r} (its options: --target-option KEY=VALUE)"
         )
     return gradmc.target(args.target, **_parse_options(args.target_option, "--target-option"))
@@ -392,14 +394,13 @@ def _cmd_sample(gradmc, args) -> int:
             extended_options=extended_options,
         )
     )
-    if trace.variables is not None and (target.truth is None or target.truth.mean is None):
-        posterior = trace.posterior()  # the model's own names and (for NumPyro) constrained values
-        table = diagnostics.named_summary(posterior, max_coords=10)
-        size = sum(int(np.prod(v.shape[2:])) for v in posterior.values())
-    else:
-        table = diagnostics.summary(trace.draws, target.truth, max_coords=10)
-        size = target.dim
-    shown = "" if size <= 10 else f" (first 10 of {size} coordinates)"
+    values, names, scalar = report.named_coordinates(trace)  # the model's names (NumPyro: constrained values)
+    with_truth = target.truth is not None and target.truth.mean is not None and values.shape[-1] == target.dim
+    table = diagnostics.summary(values[:, :, : report.MAX_RANKED], target.truth if with_truth else None)
+    table["name"] = names[: report.MAX_RANKED]
+    rows = report.worst_first(table["r_hat"], scalar[: report.MAX_RANKED], 10)
+    table = {column: [v[i] for i in rows] if column == "name" else np.asarray(v)[rows] for column, v in table.items()}
+    shown = "" if len(names) <= 10 else f" (10 of {len(names)} coordinates: scalars first, then the largest R-hat)"
     print(f"{trace.sampler} on {target.name}{shown}")
     print(diagnostics.format_summary(table))
     print(
@@ -407,6 +408,9 @@ def _cmd_sample(gradmc, args) -> int:
         f"gradient evals {trace.num_grad_evals}  sampling {trace.sampling_seconds:.2f} s  "
         f"compile {trace.timing['compile_s']:.2f} s"
     )
+    frequencies = report.format_value_frequencies(trace.posterior()) if trace.variables is not None else ""
+    if frequencies:
+        print(frequencies)
     print(report.format_params(trace.params))
     if trace.extended is not None:
         print(
@@ -414,7 +418,7 @@ def _cmd_sample(gradmc, args) -> int:
             f"{trace.extended.weights.size} particles ({trace.extended.ess_per_iteration:.2f} of N per iteration)"
         )
     trace.save_netcdf(out / "trace.nc")
-    report.plot_trace(trace.draws, out / "trace.png", title=f"{trace.sampler} on {target.name}")
+    report.plot_trace(trace, out / "trace.png", title=f"{trace.sampler} on {target.name}")
     if target.dim == 2:
         report.plot_pairs(trace.draws, out / "pairs.png", title=f"{trace.sampler} on {target.name}")
     print(f"wrote {out}/trace.nc and plots")
@@ -424,7 +428,7 @@ def _cmd_sample(gradmc, args) -> int:
 
 def _cmd_compare(gradmc, args) -> int:
     from gradmc import report
-    from gradmc.compare import compare, ranked
+    from gradmc.compare import compare, ranked, rows_as_json
     from gradmc.run import checkpoint_root
     from gradmc.run.store import discard_checkpoint
 
@@ -449,10 +453,11 @@ def _cmd_compare(gradmc, args) -> int:
         )
     print(
         report.format_compare(
-            result.rows, title=f"{target.name}: {args.chains} chains x {args.draws} draws after {args.warmup} warm-up"
+            ranked(result.rows),
+            title=f"{target.name}: {args.chains} chains x {args.draws} draws after {args.warmup} warm-up",
         )
     )
-    (out / "table.json").write_text(json.dumps(result.rows, indent=1, default=float))
+    (out / "table.json").write_text(json.dumps(rows_as_json(result.rows), indent=1, allow_nan=False))
     report.plot_compare_bars(
         ranked(result.rows),
         ["median_ess_per_grad", "min_ess_per_s", "mean_err"],

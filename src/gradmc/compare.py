@@ -23,7 +23,17 @@ from gradmc.models import resolve_target
 from gradmc.run import sample
 from gradmc.trace import Trace
 
-__all__ = ["CompareResult", "compare", "trace_row", "ranked", "COMPARE_COLUMNS", "COMPARE_LEGEND", "RANKING"]
+__all__ = [
+    "CompareResult",
+    "compare",
+    "trace_row",
+    "ranked",
+    "rows_as_json",
+    "COMPARE_COLUMNS",
+    "COMPARE_LEGEND",
+    "COMPARE_TITLES",
+    "RANKING",
+]
 
 #: The columns of the printed table, in order (a row also holds ``compile_s``,
 #: ``warmup_s``, ``grad_evals``, ``median_ess_per_grad`` and ``nonfinite``).
@@ -48,7 +58,8 @@ COMPARE_LEGEND = {
     "sampling_s": "seconds of the kept draws alone (compiled code; no compilation, no warm-up)",
     "accept": "mean acceptance probability of the kept draws",
     "ess_min": "smallest bulk effective sample size over the coordinates, chains pooled",
-    "ess_median": "median bulk ESS over the coordinates",
+    "ess_median": "median bulk ESS over the coordinates (above the number of draws where successive draws are "
+    "anticorrelated, as with HMC's antithetic moves on Gaussian-like targets)",
     "min_ess_per_s": "ess_min / sampling_s",
     "ess_per_grad": "ess_min / gradient evaluations of the kept draws, all chains",
     "mean_err": "largest |mean - true mean| over the coordinates",
@@ -56,6 +67,14 @@ COMPARE_LEGEND = {
     "div_warmup": "divergent transitions in warm-up (common while the step size is tuned)",
     "div_kept": "divergent transitions in the kept draws (a warning: the draws may be biased)",
     "nonfinite": "proposals rejected for a non-finite log density or gradient, warm-up and kept draws",
+    "warnings": "the run's warnings (printed below the table); a run with warnings is ranked after the clean ones",
+}
+
+#: What each plotted column is, as a figure's panel title and axis label.
+COMPARE_TITLES = {
+    "median_ess_per_grad": ("median ESS per gradient evaluation", "ESS / gradient evaluation"),
+    "min_ess_per_s": ("smallest ESS per second of sampling", "ESS / s"),
+    "mean_err": ("largest error of a mean", "|mean - true mean|"),
 }
 
 #: The quantity :func:`ranked` orders by: median ESS per gradient evaluation.
@@ -128,6 +147,7 @@ def trace_row(trace: Trace, target: Target, wall_seconds: float | None = None) -
         "div_warmup": int(np.sum(trace.warmup_stats.get("diverging", 0))),
         "div_kept": trace.num_divergent,
         "nonfinite": trace.num_nonfinite,
+        "warnings": len(trace.warnings),
     }
     truth = target.truth
     if truth is not None and truth.mean is not None:
@@ -140,7 +160,8 @@ def trace_row(trace: Trace, target: Target, wall_seconds: float | None = None) -
 
 def ranked(rows: Sequence[dict]) -> list[dict]:
     """The rows ordered best first by :data:`RANKING`, median ESS per gradient evaluation;
-    samplers without gradients come last, in their given order.
+    runs with warnings come after the clean ones (their numbers may not mean what they
+    say), and samplers without gradients last, in their given order.
 
     Median ESS per gradient evaluation depends neither on the machine's load nor on timing
     a phase of a few milliseconds, and the median over coordinates varies less from one
@@ -157,9 +178,32 @@ def ranked(rows: Sequence[dict]) -> list[dict]:
     def key(indexed):
         index, row = indexed
         value = row.get(RANKING, math.nan)
-        return (0, -value, index) if math.isfinite(value) else (1, 0.0, index)
+        warned = row.get("warnings", 0) > 0
+        return (warned, 0, -value, index) if math.isfinite(value) else (warned, 1, 0.0, index)
 
     return [row for _, row in sorted(enumerate(rows), key=key)]
+
+
+def rows_as_json(rows: Sequence[dict]) -> list[dict]:
+    """The rows with plain Python numbers and ``None`` for NaN or infinite values, which
+    JSON has no number for.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        Rows of :func:`trace_row`.
+    """
+
+    def plain(value):
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        if isinstance(value, (int, np.integer)):
+            return int(value)
+        if isinstance(value, (float, np.floating)):
+            return float(value) if math.isfinite(value) else None
+        return value
+
+    return [{key: plain(value) for key, value in row.items()} for row in rows]
 
 
 def compare(

@@ -18,6 +18,7 @@ gives the new one (:data:`FORMER_OPTION_NAMES`).
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import re
 import warnings
@@ -174,7 +175,9 @@ class _Registry:
             return self.entries[name]
         except KeyError:
             valid = ", ".join(sorted(self.entries))
-            raise UnknownNameError(f"unknown {self.what} {name!r}; valid {self.what}s: {valid}") from None
+            close = difflib.get_close_matches(str(name), self.entries, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UnknownNameError(f"unknown {self.what} {name!r}{hint}; valid {self.what}s: {valid}") from None
 
     def check_options(self, entry: Entry, options: dict, skip: int) -> None:
         params = list(inspect.signature(entry.constructor).parameters.values())[skip:]
@@ -183,8 +186,11 @@ class _Registry:
         allowed = {p.name for p in params}
         unknown = sorted(set(options) - allowed)
         if unknown:
+            close = [m for u in unknown for m in difflib.get_close_matches(u, allowed, n=1, cutoff=0.6)]
+            hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
             raise TypeError(
-                f"{self.what} {entry.name!r} has no option(s) {unknown}; its options are: {sorted(allowed) or 'none'}"
+                f"{self.what} {entry.name!r} has no option(s) {unknown}{hint}; its options are: "
+                f"{sorted(allowed) or 'none'}"
             )
 
 

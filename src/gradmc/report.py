@@ -12,16 +12,24 @@ from pathlib import Path
 
 import numpy as np
 
-from gradmc.compare import COMPARE_COLUMNS, COMPARE_LEGEND, RANKING
+from gradmc.compare import COMPARE_COLUMNS, COMPARE_LEGEND, COMPARE_TITLES, RANKING
+from gradmc.diagnostics._common import coord_names
 
 __all__ = [
+    "format_value_frequencies",
     "format_params",
     "format_table",
     "format_compare",
     "pyplot",
     "save_figure",
+    "MAX_RANKED",
+    "named_coordinates",
+    "worst_first",
+    "ACCEPTANCE_WINDOW",
+    "trace_panels",
     "plot_trace",
     "plot_pairs",
+    "WARNED",
     "plot_compare_bars",
     "plot_draws_over_density",
 ]
@@ -35,6 +43,31 @@ def _cell(value) -> str:
             return f"{value:.3g}"
         return f"{value:.4g}" if abs(value) < 100 else f"{value:.1f}"
     return str(value)
+
+
+def format_value_frequencies(posterior: dict, max_values: int = 5) -> str:
+    """How often each value of the integer-valued (discrete) variables was drawn, one line
+    each: a scalar's most frequent values, an array's values over all its entries.
+
+    Parameters
+    ----------
+    posterior : dict of str to ndarray
+        Named draws ``(chain, draw, *shape)`` (:meth:`gradmc.Trace.posterior`).
+    max_values : int
+        How many of the most frequent values a line shows.
+    """
+    lines = []
+    for name, value in posterior.items():
+        value = np.asarray(value)
+        if not np.issubdtype(value.dtype, np.integer):
+            continue
+        values, counts = np.unique(value, return_counts=True)
+        order = np.argsort(-counts, kind="stable")[:max_values]
+        shares = ", ".join(f"{values[i]} {100 * counts[i] / value.size:.1f}%" for i in order)
+        label = name if value.ndim == 2 else f"{name} ({int(np.prod(value.shape[2:]))} entries pooled)"
+        more = f" ({len(order)} most frequent of {values.size} values)" if values.size > len(order) else ""
+        lines.append(f"  {label}: {shares}{more}")
+    return "\n".join(["values drawn of the discrete variables:", *lines]) if lines else ""
 
 
 def format_params(params) -> str:
@@ -116,6 +149,8 @@ def format_table(rows: Sequence[dict], columns: Sequence[str] | None = None, tit
 
 
 NO_GRADIENTS = "n/a (no gradients)"
+#: The mark of a run with warnings in the comparison table and figure.
+WARNED = "(!)"
 NO_TRUTH = "n/a (no exact truth)"
 
 
@@ -133,10 +168,13 @@ def format_compare(rows: Sequence[dict], title: str | None = None) -> str:
     title : str, optional
         A line printed above the table.
     """
-    columns = COMPARE_COLUMNS + (["nonfinite"] if any(r.get("nonfinite") for r in rows) else [])
+    extra = [c for c in ("nonfinite", "warnings") if any(r.get(c) for r in rows)]
+    columns = COMPARE_COLUMNS + extra
     shown = []
     for row in rows:
         cells = dict(row)
+        if row.get("warnings"):
+            cells["sampler"] = f"{row['sampler']} {WARNED}"
         if row.get("grad_evals") == 0:
             cells["ess_per_grad"] = NO_GRADIENTS
         for column in ("mean_err", "sd_err"):
@@ -147,7 +185,8 @@ def format_compare(rows: Sequence[dict], title: str | None = None) -> str:
     legend = ["columns:", *(f"  {c.ljust(width)}  {COMPARE_LEGEND[c]}" for c in columns[1:])]
     legend += [
         f"compare.png: samplers ordered by median ESS per gradient evaluation ({RANKING} in table.json),",
-        "  those without gradients last. It does not depend on the machine's load, and runs with other seeds",
+        f"  runs with warnings ({WARNED}, orange bars) after the clean ones, those without gradients last.",
+        "  The order does not depend on the machine's load, and runs with other seeds",
         "  keep its order, where the close neighbours of ess_per_grad and min_ess_per_s can swap.",
     ]
     return "\n".join([format_table(shown, columns, title), "", *legend])
@@ -186,31 +225,145 @@ def save_figure(fig, path: Path, *, dpi: int = 110) -> Path:
     return path
 
 
-def plot_trace(draws: np.ndarray, path: Path, *, max_coords: int = 4, title: str = "") -> Path:
-    """Trace lines of the first coordinates, one colour per chain.
+#: At most this many coordinates are summarised to find the worst-converged ones.
+MAX_RANKED = 2000
+
+
+def named_coordinates(trace) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """The draws as the model names them: ``(values, names, scalar)`` with values shaped
+    ``(chain, draw, k)``, one name per coordinate (``mu``, ``theta[3]``) and whether it is a
+    scalar variable; ``x[i]`` for a target without named variables.
 
     Parameters
     ----------
-    draws : np.ndarray
-        Draws shaped ``(chain, draw, *event)``.
+    trace : gradmc.Trace
+        A run.
+    """
+    posterior = trace.posterior() if trace.variables is not None else {"x": trace.draws}
+    blocks, names, scalar = [], [], []
+    for name, value in posterior.items():
+        value = np.asarray(value, np.float64)
+        blocks.append(value.reshape(*value.shape[:2], -1))
+        names += coord_names(value.shape[2:], name)
+        scalar += [value.ndim == 2] * blocks[-1].shape[-1]
+    return np.concatenate(blocks, axis=-1), names, np.asarray(scalar, bool)
+
+
+def worst_first(r_hat, scalar, k: int) -> np.ndarray:
+    """The indices of at most ``k`` coordinates to show: scalar variables first (in their
+    order), then the other coordinates by decreasing R-hat (NaN last).
+
+    Parameters
+    ----------
+    r_hat : array_like
+        R-hat of each coordinate.
+    scalar : array_like of bool
+        Whether each coordinate is a scalar variable.
+    k : int
+        How many to keep.
+    """
+    r_hat, scalar = np.asarray(r_hat, np.float64), np.asarray(scalar, bool)
+    rest = np.flatnonzero(~scalar)
+    rest = rest[np.argsort(-np.nan_to_num(r_hat[rest], nan=-np.inf), kind="stable")]
+    return np.concatenate([np.flatnonzero(scalar), rest])[:k]
+
+
+def _discrete_mixing_series(trace) -> list[tuple[str, np.ndarray]]:
+    """What tells a discrete chain's mixing, each (chain, draw): the mean value of its
+    coordinates (the magnetisation of spins; categories by their index), and the share of
+    coordinates that differ from the chain's first kept draw.
+    """
+    values, _, _ = named_coordinates(trace)
+    return [
+        ("mean value of the coordinates", values.mean(axis=-1)),
+        ("share of coordinates changed since the first draw", (values != values[:, :1]).mean(axis=-1)),
+    ]
+
+
+def _r_hat(values: np.ndarray) -> np.ndarray:
+    """R-hat of each coordinate of (chain, draw, k) values; NaN for one chain or few draws."""
+    from gradmc.diagnostics import summary
+
+    if values.shape[0] < 2 or values.shape[1] < 4:
+        return np.full(values.shape[-1], np.nan)
+    return np.asarray(summary(values)["r_hat"], np.float64)
+
+
+#: The acceptance rate in trace plots is a running mean over this many iterations.
+ACCEPTANCE_WINDOW = 50
+
+
+def _running_mean(values: np.ndarray, window: int) -> np.ndarray:
+    """The mean of the last ``window`` values along the draw axis of (chain, draw) values."""
+    total = np.cumsum(np.pad(values, ((0, 0), (1, 0))), axis=1)
+    ends = np.arange(1, values.shape[1] + 1)
+    starts = np.maximum(ends - window, 0)
+    return (total[:, ends] - total[:, starts]) / (ends - starts)
+
+
+def trace_panels(trace, max_panels: int = 6) -> list[tuple[str, np.ndarray]]:
+    """What :func:`plot_trace` draws: ``(label, (chain, draw) values)`` per panel.
+
+    For a model with continuous unknowns, its scalar variables first, then the entries of its
+    arrays with the largest R-hat, named as the model names them (each label gives its
+    R-hat); for a discrete target, the statistics that tell mixing (mean value of the
+    coordinates, share of coordinates changed since the first draw). Then the log density,
+    and the acceptance rate as a running mean over :data:`ACCEPTANCE_WINDOW` iterations.
+
+    Parameters
+    ----------
+    trace : gradmc.Trace
+        A run.
+    max_panels : int
+        How many variables or statistics at most (besides the log density and acceptance).
+    """
+    from gradmc.spaces import DiscreteSpace
+
+    panels: list[tuple[str, np.ndarray]] = []
+    if isinstance(trace.space, DiscreteSpace):
+        panels += _discrete_mixing_series(trace)[:max_panels]
+    else:
+        values, names, scalar = named_coordinates(trace)
+        ranked = values[:, :, :MAX_RANKED]
+        r_hat = _r_hat(ranked)
+        for i in worst_first(r_hat, scalar[:MAX_RANKED], max_panels):
+            label = names[i] if np.isnan(r_hat[i]) else f"{names[i]}  (R-hat {r_hat[i]:.3f})"
+            panels.append((label, ranked[:, :, i]))
+    if "logdensity" in trace.stats:
+        panels.append(("log density", np.asarray(trace.stats["logdensity"], np.float64)))
+    if "acceptance_rate" in trace.stats:
+        window = min(ACCEPTANCE_WINDOW, trace.draws.shape[1])
+        accept = _running_mean(np.asarray(trace.stats["acceptance_rate"], np.float64), window)
+        panels.append((f"acceptance rate (mean of the last {window} iterations)", accept))
+    return panels
+
+
+def plot_trace(trace, path: Path, *, max_panels: int = 6, title: str = "") -> Path:
+    """Trace lines of :func:`trace_panels`, one colour per chain, against the iteration
+    after warm-up.
+
+    Parameters
+    ----------
+    trace : gradmc.Trace
+        A run.
     path : Path
         The PNG file to write.
-    max_coords : int
-        How many leading coordinates to plot (one panel each).
+    max_panels : int
+        How many variables or statistics at most (besides the log density and acceptance).
     title : str
         The figure's title.
     """
+    panels = trace_panels(trace, max_panels)
     plt = pyplot()
-    flat = draws.reshape(draws.shape[0], draws.shape[1], -1)
-    k = min(max_coords, flat.shape[-1])
-    fig, axes = plt.subplots(k, 1, figsize=(8, 1.8 * k), sharex=True, squeeze=False)
-    for i in range(k):
-        ax = axes[i, 0]
-        for c in range(flat.shape[0]):
-            ax.plot(flat[c, :, i], lw=0.5, alpha=0.8)
-        ax.set_ylabel(f"x[{i}]")
-    axes[-1, 0].set_xlabel("draw")
-    fig.suptitle(title)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 1.7 * len(panels)), sharex=True, squeeze=False)
+    steps = np.arange(1, trace.draws.shape[1] + 1) * trace.thinning
+    for ax, (label, value) in zip(axes[:, 0], panels, strict=True):
+        for chain in value:
+            ax.plot(steps, chain, lw=0.5, alpha=0.8)
+        ax.set_title(label, fontsize=9, loc="left")
+    kept = "" if trace.thinning == 1 else f" (every {trace.thinning}th kept)"
+    axes[-1, 0].set_xlabel(f"iteration after warm-up{kept}")
+    fig.suptitle(f"{title}: one colour per chain" if title else "one colour per chain")
     return save_figure(fig, path)
 
 
@@ -241,7 +394,8 @@ def plot_pairs(draws: np.ndarray, path: Path, *, title: str = "", max_points: in
 
 def plot_compare_bars(rows: Sequence[dict], metrics: Sequence[str], path: Path, *, title: str = "") -> Path:
     """One bar panel per metric, one bar per sampler in the order of ``rows`` (log scale
-    where values span decades; "n/a" where a value is NaN).
+    where values span decades; "n/a" where a value is NaN); runs with warnings are orange
+    and marked :data:`WARNED`.
 
     Parameters
     ----------
@@ -249,26 +403,33 @@ def plot_compare_bars(rows: Sequence[dict], metrics: Sequence[str], path: Path, 
         One row per sampler, with a ``"sampler"`` name and the ``metrics``
         (:func:`gradmc.compare.ranked` orders them best first).
     metrics : sequence of str
-        The keys of ``rows`` to plot, one panel each.
+        The keys of ``rows`` to plot, one panel each (titled by
+        :data:`gradmc.compare.COMPARE_TITLES`).
     path : Path
         The PNG file to write.
     title : str
         The figure's title.
     """
     plt = pyplot()
-    names = [r["sampler"] for r in rows]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.5), squeeze=False)
+    warned = [bool(r.get("warnings")) for r in rows]
+    names = [f"{r['sampler']} {WARNED}" if w else r["sampler"] for r, w in zip(rows, warned, strict=True)]
+    colours = ["tab:orange" if w else "tab:blue" for w in warned]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.8), squeeze=False)
     for ax, metric in zip(axes[0], metrics, strict=False):
         values = np.array([float(r.get(metric, np.nan)) for r in rows])
-        ax.bar(names, np.nan_to_num(values), color="tab:blue")
+        ax.bar(names, np.nan_to_num(values), color=colours)
         for i in np.flatnonzero(np.isnan(values)):  # a column that does not apply to this sampler
             ax.text(i, 0.02, "n/a", ha="center", va="bottom", transform=ax.get_xaxis_transform())
         positive = values[np.isfinite(values) & (values > 0)]
         if positive.size and positive.max() / positive.min() > 100:
             ax.set_yscale("log")
-        ax.set_title(metric)
+        heading, unit = COMPARE_TITLES.get(metric, (metric, metric))
+        ax.set_title(heading, fontsize=10)
+        ax.set_ylabel(unit)
+        ax.set_xlabel("sampler, best first")
         ax.tick_params(axis="x", rotation=45)
-    fig.suptitle(title)
+    note = f"; {WARNED} orange: the run warned, ranked after the clean ones" if any(warned) else ""
+    fig.suptitle(f"{title}{note}" if title else note.lstrip("; "))
     return save_figure(fig, path)
 
 

@@ -21,6 +21,16 @@ def test_same_seed_same_draws_whatever_the_chunking(corr_gaussian):
     assert not np.array_equal(one.draws, other_seed.draws)
 
 
+def test_seed_none_draws_a_seed_that_repeats_the_run(corr_gaussian):
+    kwargs = dict(num_chains=2, num_warmup=10, num_draws=8, progress=False)
+    fresh = gradmc.sample(corr_gaussian, "rwm", seed=None, **kwargs)
+    assert isinstance(fresh.seed, int) and fresh.seed >= 0
+    again = gradmc.sample(corr_gaussian, "rwm", seed=fresh.seed, **kwargs)
+    np.testing.assert_array_equal(fresh.draws, again.draws)
+    with pytest.raises(TypeError, match="seed must be a non-negative integer or None"):
+        gradmc.sample(corr_gaussian, "rwm", seed="7", **kwargs)
+
+
 def test_thinning_keeps_every_kth_step(corr_gaussian):
     kwargs = dict(num_chains=2, num_warmup=10, seed=3, progress=False)
     full = gradmc.sample(corr_gaussian, "rwm", num_draws=12, **kwargs)

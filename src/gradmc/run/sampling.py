@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import secrets
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -267,6 +268,15 @@ def _bytes_per_iteration(keep: Callable | None, target: Target, num_chains: int)
     if keep is not None:
         shapes = jax.eval_shape(jax.vmap(keep), shapes)
     return sum(int(np.prod(s.shape, dtype=np.int64)) * s.dtype.itemsize for s in jax.tree.leaves(shapes))
+
+
+def _check_seed(seed) -> int:
+    """``seed`` as a non-negative int, or a fresh one drawn from the operating system for None."""
+    if seed is None:
+        return secrets.randbits(31)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise TypeError(f"seed must be a non-negative integer or None (a fresh seed), got {seed!r}")
+    return int(seed)
 
 
 def _check_arguments(num_chains, num_warmup, num_draws, thinning, chunk_size, checkpoint_every) -> tuple[int, ...]:
@@ -593,7 +603,7 @@ def sample(
     num_chains: int = 4,
     num_warmup: int = 1000,
     num_draws: int = 1000,
-    seed: int = 0,
+    seed: int | None = 0,
     thinning: int = 1,
     init=None,
     space=None,
@@ -628,8 +638,9 @@ def sample(
         (:mod:`gradmc.composed`); one name applies to every block of its kind.
     num_chains, num_warmup, num_draws : int
         Chains, warm-up steps per chain and kept draws per chain.
-    seed : int
+    seed : int or None
         The run's seed; the key of chain ``c`` at step ``t`` is ``fold_in(chain_key[c], t)``.
+        None draws a fresh seed, kept in ``trace.seed`` so that the run can be repeated.
     thinning : int
         Keep every ``thinning``-th step.
     init : array or pytree, optional
@@ -679,6 +690,7 @@ def sample(
         Draws shaped ``(chain, draw, *event)``, statistics, adapted parameters and timings;
         ``trace.posterior()`` and ``trace.to_arviz()`` name the model's variables.
     """
+    seed = _check_seed(seed)
     target, init = resolve_target(target, init=init, space=space)
     if extended is not None:
         return _sample_extended(
