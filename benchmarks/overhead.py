@@ -163,9 +163,11 @@ COMPARE_BANANA = [
     "--samplers",
     "rwm,mala,am,hmc,nuts",
     "--warmup",
-    "500",
-    "--draws",
     "1000",
+    "--draws",
+    "4000",
+    "--option",
+    "nuts.target_accept=0.95",
     "--no-progress",
 ]
 
