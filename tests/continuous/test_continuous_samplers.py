@@ -37,6 +37,21 @@ def test_moments_of_a_correlated_gaussian(corr_gaussian, name, options):
     assert trace.num_nonfinite == 0
 
 
+@pytest.mark.parametrize("name", ["hmc", "nuts"])
+def test_a_log_density_nan_on_half_the_space_is_reported_as_non_finite(name):
+    """NaN where x[0] > 0 is zero density there (BlackJAX's trajectories reject it): the draws
+    follow the Gaussian truncated to x[0] <= 0, and the run says non-finite, not divergent."""
+
+    def log_p(x):
+        return jnp.where(x[0] > 0.0, jnp.nan, -0.5 * jnp.sum(x**2))
+
+    with pytest.warns(gradmc.RunWarning, match="non-finite log density"):
+        trace = gradmc.sample(log_p, name, init=jnp.full(2, -1.0), seed=3, **BUDGET)
+    assert trace.num_nonfinite > 0 and trace.num_divergent == 0
+    half_normal_var = 1.0 - 2.0 / np.pi
+    assert_moments_match(trace.draws, np.array([-np.sqrt(2.0 / np.pi), 0.0]), np.diag([half_normal_var, 1.0]))
+
+
 @pytest.fixture(scope="module")
 def banana():
     return gradmc.target("banana")

@@ -146,3 +146,31 @@ def test_sample_with_extended_switch_returns_target_draws():
     assert trace.extended is not None
     with pytest.raises(ValueError, match="N"):
         gradmc.sample(target, "nuts", extended=0, num_chains=1, num_warmup=1, num_draws=1, progress=False)
+
+
+def test_the_progress_bar_tells_warm_up_from_sampling(corr_gaussian, monkeypatch):
+    from gradmc.run import sampling
+
+    shown = []
+
+    class Bar:  # a visible bar that records what it reads
+        disable = False
+        desc = ""
+
+        def set_description_str(self, text):
+            self.desc = text
+            shown.append(text)
+
+        def update(self, n):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(sampling, "_progress_bar", lambda *args: Bar())
+    gradmc.sample(corr_gaussian, "rwm", num_chains=2, num_warmup=10, num_draws=8, progress=True)
+    phases = [text for text in shown if not text.endswith("(compiling)")]
+    assert (
+        phases[0] == f"rwm on {corr_gaussian.name}: warm-up" and phases[-1] == f"rwm on {corr_gaussian.name}: sampling"
+    )
+    assert f"rwm on {corr_gaussian.name}: sampling (compiling)" in shown

@@ -84,20 +84,29 @@ def stats(state: HMCState, info, step_size) -> StepStats:
     state : HMCState
         The state after the transition.
     info : HMCInfo or NUTSInfo
-        The kernel's info; a non-finite energy is flagged ``nonfinite``.
+        The kernel's info. A trajectory that reached a non-finite log density (NaN or +inf,
+        which :func:`~gradmc.base.reject_nonfinite` makes -inf: HMC's proposal, or an end of
+        NUTS's trajectory) is flagged ``nonfinite`` rather than ``diverging``: the cure is
+        the log density, not the step size.
     step_size : float
         The step size used.
     """
     extra = {"energy": jnp.asarray(info.energy, jnp.float32)}
     if hasattr(info, "num_trajectory_expansions"):
         extra["tree_depth"] = jnp.asarray(info.num_trajectory_expansions, jnp.int32)
+        ends = (info.trajectory_leftmost_state.logdensity, info.trajectory_rightmost_state.logdensity)
+    else:
+        ends = (info.proposal.logdensity,)
+    nonfinite = ~jnp.isfinite(info.energy)
+    for logdensity in ends:
+        nonfinite = nonfinite | ~jnp.isfinite(logdensity)
     return step_stats(
         state.logdensity,
         info.acceptance_rate,
         getattr(info, "is_accepted", True),
         step_size,
         info.num_integration_steps,
-        diverging=info.is_divergent,
-        nonfinite=~jnp.isfinite(info.energy),
+        diverging=info.is_divergent & ~nonfinite,
+        nonfinite=nonfinite,
         extra=extra,
     )

@@ -84,6 +84,12 @@ def _progress_bar(total: int, initial: int, desc: str, enabled: bool):
     return tqdm(total=total, initial=initial, desc=desc, disable=bool(quiet), leave=False, unit="step")
 
 
+def _show_phase(bar, run_name: str, phase: str) -> None:
+    """The progress bar reads "NAME: warm-up" or "NAME: sampling" (a hidden bar stays hidden)."""
+    if not bar.disable:
+        bar.set_description_str(f"{run_name}: {'warm-up' if phase == WARMUP else 'sampling'}")
+
+
 @contextmanager
 def _compiling(bar):
     """Within this block the progress bar reads "NAME (compiling)", so a bar that has not
@@ -435,6 +441,7 @@ class _PhaseRunner:
         self.collected: dict[str, list] = {WARMUP: [], DRAWS: []}
         self.moments = RunningMoments(decode)  # decode: value indices -> positions
         self.bar: Any = None  # the progress bar, made by run()
+        self.run_name = ""  # "SAMPLER on TARGET", the bar's label
 
     def collect(self, name: str, out) -> None:
         """Keep one chunk's outputs (for the draws: update the running moments, and drop
@@ -465,6 +472,7 @@ class _PhaseRunner:
         """Run (or, for chunks finished before a resume, reload) the chunks of one phase."""
         compiled: dict[int, Callable] = {}
         iterations = 0
+        _show_phase(self.bar, self.run_name, name)
         for index, length in enumerate(
             chunk_lengths(spec.num, self.size(spec.num, self.draw_bytes if name == DRAWS else 0)) if spec.num else []
         ):
@@ -516,6 +524,7 @@ class _PhaseRunner:
             kernel_template, params_template = jax.eval_shape(finalize, warm_states)
             warmup = _Phase(warmup_step_fn(bound), num_warmup, 0, 1, None, warm_states, None)
             phase, done, states, params = self.resume(placement, warm_states, kernel_template, params_template)
+            self.run_name = progress[0]
             self.bar = _progress_bar(
                 num_warmup + num_draws * thinning, done if phase == WARMUP else num_warmup + done * thinning, *progress
             )
