@@ -107,6 +107,29 @@ def test_enumerated_sites_are_summed_out():
     np.testing.assert_allclose(got, exact, rtol=1e-5)
 
 
+def test_enumerated_sites_are_drawn_back_into_the_posterior():
+    """z is summed out of the log density and drawn back from p(z | m, y) for each draw of m:
+    its draws follow the exact p(z = 1 | y) = 0.3 N(2; 3, 2) / (0.3 N(2; 3, 2) + 0.7 N(2; 0, 2))."""
+    pytest.importorskip("funsor")
+    from scipy.stats import norm
+
+    from gradmc.testing import assert_moments_match
+
+    def mixture():
+        z = numpyro.sample("z", dist.Bernoulli(0.3), infer={"enumerate": "parallel"})
+        m = numpyro.sample("m", dist.Normal(0.0, 1.0))
+        numpyro.sample("y", dist.Normal(m + 3.0 * z, 1.0), obs=2.0)
+
+    trace = gradmc.sample(gradmc.from_numpyro(mixture), "nuts", num_warmup=300, num_draws=1000, seed=2, progress=False)
+    z = trace.posterior()["z"]
+    assert z.shape == (4, 1000) and set(np.unique(z)) <= {0, 1}
+    np.testing.assert_array_equal(trace.posterior()["z"], z)  # the same draws at every call
+    one, zero = 0.3 * norm.pdf(2.0, 3.0, np.sqrt(2.0)), 0.7 * norm.pdf(2.0, 0.0, np.sqrt(2.0))
+    p = one / (one + zero)
+    assert_moments_match(z[..., None].astype(float), np.array([p]), np.array([[p * (1 - p)]]))
+    assert "z" in trace.to_arviz().posterior
+
+
 def test_from_numpyro_without_numpyro_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "numpyro", None)
     with pytest.raises(ImportError, match='pip install -e "\\.\\[numpyro\\]" in the gradmc repository'):

@@ -45,6 +45,27 @@ def _model_trace(model: Callable, args: tuple, kwargs: dict, seed: int = 0) -> d
     return handlers.trace(handlers.seed(model, seed)).get_trace(*args, **kwargs)
 
 
+def _recover_enumerated(model: Callable, args: tuple, kwargs: dict, sites: dict) -> Callable | None:
+    """``recover(named, key)`` for the target's :class:`~gradmc.variables.Variables`: each site
+    marked ``infer={"enumerate": "parallel"}`` drawn from its conditional given the other
+    latent sites' draws (NumPyro's ``Predictive(..., infer_discrete=True)``, which runs
+    ``infer_discrete`` on every draw); None when the model has no such site.
+    """
+    enumerated = [n for n, s in sites.items() if _is_discrete_latent(s) and s["infer"].get("enumerate") == "parallel"]
+    if not enumerated:
+        return None
+    latent = [n for n, s in sites.items() if s["type"] == "sample" and not s["is_observed"] and n not in enumerated]
+
+    def recover(named: dict, key) -> dict:
+        from numpyro.infer import Predictive
+
+        given = {name: named[name] for name in latent if name in named}
+        draw = Predictive(model, given, infer_discrete=True, return_sites=enumerated, batch_ndims=2)
+        return {name: np.asarray(value) for name, value in draw(key, *args, **kwargs).items()}
+
+    return recover
+
+
 def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discrete: dict[str, Space]) -> Target:
     """:func:`from_numpyro` for a model with discrete latent sites gradmc samples: a target on a
     :class:`~gradmc.spaces.Product` of the continuous sites' unconstrained values and the
@@ -96,7 +117,7 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         space=space,
         description=f"NumPyro model {title}: continuous sites unconstrained, discrete sites sampled ({space})",
         initial_position=initial_position,
-        variables=Variables(named, space.event_shape),
+        variables=Variables(named, space.event_shape, recover=_recover_enumerated(model, args, kwargs, sites)),
     )
 
 
@@ -154,7 +175,8 @@ def _sampled_discrete_sites(sites: dict, others: list[dict]) -> dict[str, Space]
             if importlib.util.find_spec("funsor") is None:
                 raise ValueError(
                     f"latent site {name!r} ({kind}) is marked to be summed out (enumerate='parallel'), which "
-                    "needs the funsor package (pip install funsor); without the mark gradmc samples it"
+                    'needs the funsor package (pip install -e ".[numpyro]" in the gradmc repository); without the '
+                    "mark gradmc samples it"
                 )
             continue
         if marked is not None:
@@ -191,7 +213,8 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
     continuous sites and the discrete ones (0/1 sites ``Binary``, others ``Ordinal`` over their
     values), and ``gradmc.sample(target, "auto")`` moves each block with its own sampler
     (:mod:`gradmc.composed`). Sites marked ``infer={"enumerate": "parallel"}`` are summed out
-    by NumPyro instead (this needs ``funsor``). ``initial_position`` is NumPyro's default
+    by NumPyro instead (this needs ``funsor``), and ``trace.posterior()`` draws them back from
+    their conditionals given each draw (as NumPyro's ``infer_discrete`` does). ``initial_position`` is NumPyro's default
     initialisation (uniform in (-2, 2) on the unconstrained scale, retried until the log
     density and its gradient are finite), so ``gradmc.sample`` needs no ``init``. The
     target's :class:`~gradmc.variables.Variables` give the constrained value of every
@@ -252,5 +275,5 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
         space=Real(int(flat.size)),
         description=f"NumPyro model {title} on its unconstrained space (d = {flat.size})",
         initial_position=initial_position,
-        variables=Variables(named, flat.shape),
+        variables=Variables(named, flat.shape, recover=_recover_enumerated(model, args, kwargs, sites)),
     )

@@ -16,6 +16,10 @@ from gradmc.base import StepStats
 
 __all__ = ["Trace", "RunningMoments", "merge_netcdf", "chunk_file", "iter_chunk_arrays"]
 
+#: ``fold_in(key(seed), RECOVERY_STREAM)`` draws the variables summed out of the log density
+#: (the runner's own streams are 0 to 2, the pseudo-extended resampling 3).
+RECOVERY_STREAM = 4
+
 _ARVIZ_NAMES = {
     "logdensity": "lp",
     "acceptance_rate": "acceptance_rate",
@@ -263,7 +267,16 @@ class Trace:
             if self.indices is not None and self.space.values.ndim == 2:
                 return {"x": self.indices}  # one-hot rows, written as their labels
             return {"x": self.draws}
-        return self.variables.of_draws(self.draws)
+        return self.variables.of_draws(self.draws, key=self.recovery_key)
+
+    @property
+    def recovery_key(self):
+        """The key of the draws of variables summed out of the log density (a NumPyro model's
+        enumerated sites, :meth:`posterior`): ``fold_in(key(seed), 4)``, the same at every call.
+        """
+        import jax
+
+        return jax.random.fold_in(jax.random.key(self.seed), RECOVERY_STREAM)
 
     def to_arviz(self, var_name: str | None = None):
         """An ``arviz.InferenceData`` with the named variables in ``posterior`` and ``sample_stats``.

@@ -68,6 +68,10 @@ class Variables:
         NamedTuple or tuple), for models written on pytrees.
     treedef : jax.tree_util.PyTreeDef, optional
         That pytree's structure, which :meth:`flatten` checks.
+    recover : callable, optional
+        ``recover(named, key) -> dict``: draws of variables the log density sums out (a
+        NumPyro model's enumerated discrete sites), each drawn from its conditional given
+        the named draws ``{name: (chain, draw, *shape)}``, with the JAX key ``key``.
 
     Raises
     ------
@@ -86,8 +90,10 @@ class Variables:
         coords: Mapping[str, Sequence] | None = None,
         unflatten: Callable[[jax.Array], Any] | None = None,
         treedef=None,
+        recover: Callable[[dict, jax.Array], dict] | None = None,
     ):
         self.fn = fn
+        self.recover = recover
         self.event_shape = tuple(int(n) for n in event_shape)
         self.unflatten = unflatten
         self.treedef = treedef
@@ -140,14 +146,24 @@ class Variables:
         """
         return dict(self.fn(jnp.asarray(position)))
 
-    def of_draws(self, draws) -> dict[str, np.ndarray]:
-        """The named variables of every draw: name -> ``(chain, draw, *shape)`` array.
+    def of_draws(self, draws, key=None) -> dict[str, np.ndarray]:
+        """The named variables of every draw: name -> ``(chain, draw, *shape)`` array; with a
+        ``key``, also the variables ``recover`` draws (summed out of the log density).
 
         Parameters
         ----------
         draws : array_like
             Positions ``(chain, draw, *event_shape)``.
+        key : jax.Array, optional
+            The key of the recovered variables' draws.
         """
+        named = self._named_draws(draws)
+        if self.recover is not None and key is not None:
+            named.update({name: np.asarray(value) for name, value in self.recover(named, key).items()})
+        return named
+
+    def _named_draws(self, draws) -> dict[str, np.ndarray]:
+        """The variables of ``fn`` for every draw (``of_draws`` without the recovered ones)."""
         draws = np.asarray(draws)
         lead = draws.shape[: draws.ndim - len(self.event_shape)]
         if draws.shape[len(lead) :] != self.event_shape:
@@ -183,7 +199,7 @@ class Variables:
             Positions ``(k, *event_shape)``, each ``base`` with one coordinate moved.
         """
         positions = np.concatenate([np.asarray(base)[None], np.asarray(moved)])
-        named = self.of_draws(positions)
+        named = self._named_draws(positions)
         changed = {}
         for name in self.names:
             value = named[name].reshape(len(positions), -1)
