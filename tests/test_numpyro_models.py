@@ -187,6 +187,64 @@ def test_discrete_sites_are_sampled_exactly():
     assert_moments_match(posterior["mu"], mean, var=var, p=0.01)
 
 
+CENTRES = np.array([-2.0, 0.0, 2.0])
+X_PLATE = np.array([-2.1, 0.3, 1.7])
+W_PLATE = np.array([0.3, 0.3, 0.4])
+
+
+def shifted_mixture(x):
+    """Three labels in a plate pick each datum's centre, all shifted by mu ~ N(0, 1)."""
+    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+    with numpyro.plate("data", len(x)):
+        z = numpyro.sample("z", dist.Categorical(probs=jnp.asarray(W_PLATE)))
+        numpyro.sample("x", dist.Normal(jnp.asarray(CENTRES)[z] + mu, 1.0), obs=x)
+
+
+def test_a_plate_of_indexed_labels_moves_by_blocked_gibbs_exactly():
+    """Given z, x - centres[z] ~ N(0, I + 11ᵀ) with mu integrated out, so p(z | x) is exact over
+    the 27 label triples, and mu | x, z ~ N(sum(x - centres[z]) / 4, 1/4)."""
+    import itertools
+
+    from scipy.stats import multivariate_normal
+
+    from gradmc.enumeration import ExactDistribution
+    from gradmc.testing import assert_moments_match, assert_tv_within_bound
+
+    target = gradmc.from_numpyro(shifted_mixture, X_PLATE)
+    assert list(target.metadata["site_terms"]) == ["z"]
+    trace = gradmc.sample(target, "auto", num_warmup=500, num_draws=2000, seed=4, progress=False)
+    assert trace.sampler == "mu=nuts, z=plate-gibbs"  # centres[z]: no gradient, but a plate of independent labels
+    probs, means, second = np.zeros((3,) * 3), 0.0, 0.0
+    cov = np.eye(3) + np.ones((3, 3))
+    for z in itertools.product(range(3), repeat=3):
+        residual = X_PLATE - CENTRES[list(z)]
+        probs[z] = np.prod(W_PLATE[list(z)]) * multivariate_normal.pdf(residual, cov=cov)
+    probs /= probs.sum()
+    for z in itertools.product(range(3), repeat=3):
+        m = np.sum(X_PLATE - CENTRES[list(z)]) / 4.0
+        means, second = means + probs[z] * m, second + probs[z] * (m**2 + 0.25)
+    posterior = trace.posterior()
+    assert_tv_within_bound(
+        posterior["z"].astype(float), ExactDistribution(np.arange(3.0), 3, probs.ravel(order="F"), 0.0)
+    )
+    assert_moments_match(posterior["mu"][..., None], np.array([means]), var=np.array([second - means**2]), p=0.01)
+
+
+def test_labels_coupled_across_the_plate_get_single_site_gibbs():
+    def coupled(x):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+        with numpyro.plate("data", len(x)):
+            z = numpyro.sample("z", dist.Categorical(probs=jnp.asarray(W_PLATE)))
+            numpyro.sample("x", dist.Normal(jnp.asarray(CENTRES)[z] + mu, 1.0), obs=x)
+        numpyro.factor("balance", -0.5 * jnp.sum(z) ** 2)  # couples every label with every other
+
+    target = gradmc.from_numpyro(coupled, X_PLATE)
+    assert target.metadata["site_terms"] == {}
+    assert gradmc.sample(target, "auto", num_warmup=20, num_draws=20, progress=False).sampler == "mu=nuts, z=gibbs"
+    with pytest.raises(ValueError, match="plate-gibbs needs the log density's terms of each site"):
+        gradmc.sample(target, {"z": "plate-gibbs"}, num_warmup=20, num_draws=20, progress=False)
+
+
 def test_discrete_sites_that_cannot_be_sampled_are_named():
     def moving_support():
         n = numpyro.sample("n", dist.Categorical(probs=jnp.ones(50) / 50))

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.base import BoundSampler, Sampler, Target, step_stats
+from gradmc.discrete.plate_gibbs import SITE_TERMS
 from gradmc.registry import sampler as registered_sampler
 from gradmc.registry import sampler_entry
 from gradmc.spaces import Binary, Categorical, Ordinal, Product, Real, Space, Spin
@@ -48,6 +49,7 @@ DISCRETE_STEPS = 10
 # what "auto" runs on a block of each kind of space
 _AUTO_CHOICE = {Real: "nuts", Binary: "ncg", Spin: "ncg", Categorical: "ncg", Ordinal: "ordinal-ncg"}
 FLAT_CHOICE = "gibbs"  # "auto" on a discrete block without a gradient (flat_parts)
+PLATE_CHOICE = "plate-gibbs"  # the same, where the target gives the block's site terms (a plate of sites)
 
 
 def auto_sampler(space: Space) -> str:
@@ -56,7 +58,8 @@ def auto_sampler(space: Space) -> str:
     log density is linear in a block's 0/1 or one-hot entries given the rest (a mixture's
     assignments, George & McCulloch's spike and slab), NCG's first-order proposal is the
     sites' exact conditionals, all moved at once; docs/mixed-models.md has the runs behind
-    these choices, and the model forms where single-site ``"gibbs"`` is the better block sampler.
+    these choices. A block without a gradient gets ``"plate-gibbs"`` or single-site
+    ``"gibbs"`` instead (:func:`blocks`).
 
     Parameters
     ----------
@@ -162,7 +165,17 @@ def flat_parts(target: Target) -> set[str]:
     return {name for name in space.discrete_parts if not np.any(gradient[space.slices[name]])}
 
 
-def blocks(space: Product, choice, flat: Callable[[], set[str]] | None = None) -> list[Block]:
+def _site_terms(target: Target) -> Mapping[str, Callable]:
+    """The parts of ``target`` whose site terms it gives (``metadata["site_terms"]``, a dict
+    from a part's name to ``terms(full position) -> (size of the part,)``).
+    """
+    terms = target.metadata.get(SITE_TERMS, {})
+    return terms if isinstance(terms, Mapping) else {}
+
+
+def blocks(
+    space: Product, choice, flat: Callable[[], set[str]] | None = None, plates: frozenset[str] = frozenset()
+) -> list[Block]:
     """The blocks of ``space`` and their samplers.
 
     ``choice`` is ``"auto"``, one sampler name (for every block of its kind; ``"auto"`` for the
@@ -171,7 +184,8 @@ def blocks(space: Product, choice, flat: Callable[[], set[str]] | None = None) -
     :data:`DISCRETE_STEPS` on discrete blocks, 1 on real ones); parts not named get
     ``"auto"``, all real parts together and each discrete part alone. ``"auto"`` on a
     discrete block all of whose parts ``flat()`` names (:func:`flat_parts`) is single-site
-    ``"gibbs"``, whose exact conditionals need no gradient.
+    ``"gibbs"``, whose exact conditionals need no gradient, or ``"plate-gibbs"``, all sites at
+    once, for a part in ``plates`` (whose site terms the target gives).
 
     Parameters
     ----------
@@ -212,7 +226,7 @@ def blocks(space: Product, choice, flat: Callable[[], set[str]] | None = None) -
         joint = _joint_space(space, parts)
         index = np.concatenate([np.arange(space.slices[name].start, space.slices[name].stop) for name in parts])
         if value == AUTO and joint.is_discrete and flat is not None and set(parts) <= flat():
-            value = FLAT_CHOICE
+            value = PLATE_CHOICE if len(parts) == 1 and parts[0] in plates else FLAT_CHOICE
         result.append(Block(label, parts, joint, index, *_as_block_sampler(value, joint, label)))
     return result
 
@@ -261,12 +275,17 @@ def _repeated(move, bound: BoundSampler, steps: int, key, state, i: int):
 
 def _build(target: Target, num_warmup: int, layout: list[Block]) -> BoundSampler:
     """The :class:`BoundSampler` of a Gibbs sweep over ``layout``'s blocks (module doc)."""
+    site_terms = _site_terms(target)
 
     def bound(block: Block, position) -> BoundSampler:
         def conditional(x):
             return target.logdensity_fn(position.at[block.index].set(jnp.ravel(x)))
 
-        view = Target(f"{target.name} | {block.label}", conditional, block.space)
+        metadata = {}
+        if block.parts[0] in site_terms and len(block.parts) == 1:
+            terms = site_terms[block.parts[0]]
+            metadata[SITE_TERMS] = lambda x: terms(position.at[block.index].set(jnp.ravel(x)))
+        view = Target(f"{target.name} | {block.label}", conditional, block.space, metadata=metadata)
         with jax.ensure_compile_time_eval():  # the builder's checks and constants, not the density, run now
             return block.sampler.bind(view, num_warmup * block.steps)
 
@@ -348,7 +367,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     choice : str, Sampler or dict
         What moves which parts (:func:`blocks`).
     """
-    layout = blocks(target.space, choice, functools.cache(lambda: flat_parts(target)))
+    layout = blocks(target.space, choice, functools.cache(lambda: flat_parts(target)), frozenset(_site_terms(target)))
     name = ", ".join(f"{block.label}={block.sampler.name}" for block in layout)
     options = {
         block.label: {"sampler": block.sampler.name, "steps": block.steps, **block.sampler.options} for block in layout

@@ -19,6 +19,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from gradmc.base import Target
+from gradmc.discrete.plate_gibbs import SITE_TERMS
 from gradmc.spaces import Binary, Ordinal, Product, Real, Space
 from gradmc.variables import Variables
 
@@ -66,6 +67,70 @@ def _recover_enumerated(model: Callable, args: tuple, kwargs: dict, sites: dict)
     return recover
 
 
+def _plate_of(site: dict):
+    """The plate along which a discrete site's entries lie (its value a vector of size N > 1 in a
+    plate of size N at dim -1), or None.
+    """
+    shape = np.shape(site["value"])
+    if len(shape) != 1 or shape[0] < 2:
+        return None
+    return next((f for f in site["cond_indep_stack"] if f.dim == -1 and f.size == shape[0]), None)
+
+
+def _site_terms(model_trace: Callable, space: Product, discrete: dict, sites: dict, start) -> dict[str, Callable]:
+    """``{part: terms(x)}`` for each discrete site in a plate whose entries are conditionally
+    independent given the rest (:mod:`gradmc.discrete.plate_gibbs`): ``terms(x)[n]`` sums the
+    log-probabilities of entry n of every site in that plate. Independence is checked at
+    ``start`` (a position): moving the site changes no site outside the plate, and moving its
+    entry 0 changes no other entry's terms; a site that fails gets no terms.
+    """
+
+    def in_plate(site, frame):
+        return any(f.name == frame.name for f in site["cond_indep_stack"])
+
+    def log_prob(site):
+        value = site["fn"].log_prob(site["value"])
+        return value if site.get("scale") is None else value * site["scale"]
+
+    def terms_of(frame):
+        def terms(x):
+            total = jnp.zeros(frame.size)
+            for site in model_trace(x).values():
+                if site["type"] == "sample" and in_plate(site, frame):
+                    lp = jnp.broadcast_to(log_prob(site), site["fn"].batch_shape)
+                    axis = lp.ndim + frame.dim
+                    total = total + jnp.sum(lp, axis=tuple(i for i in range(lp.ndim) if i != axis))
+            return total
+
+        return terms
+
+    def outside(x, frame):
+        return sum(
+            jnp.sum(log_prob(s)) for s in model_trace(x).values() if s["type"] == "sample" and not in_plate(s, frame)
+        )
+
+    found = {}
+    for name in discrete:
+        frame = _plate_of(sites[name])
+        if frame is None:
+            continue
+        values = np.asarray(space.parts[name].values)
+        index = np.arange(space.slices[name].start, space.slices[name].stop)
+        start_values = np.asarray(start)[index]
+        moved = np.asarray(start).copy()
+        moved[index] = np.where(start_values == values[0], values[-1], values[0])  # every entry changed
+        one = np.asarray(start).copy()
+        one[index[0]] = moved[index[0]]  # entry 0 alone
+        terms = terms_of(frame)
+        base = np.asarray(terms(start))
+        if not np.isclose(float(outside(start, frame)), float(outside(moved, frame)), rtol=1e-6, atol=1e-6):
+            continue
+        if not np.allclose(np.asarray(terms(one))[1:], base[1:], rtol=1e-6, atol=1e-6):
+            continue
+        found[name] = terms
+    return found
+
+
 def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discrete: dict[str, Space]) -> Target:
     """:func:`from_numpyro` for a model with discrete latent sites gradmc samples: a target on a
     :class:`~gradmc.spaces.Product` of the continuous sites' unconstrained values and the
@@ -74,7 +139,7 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
     differentiate it in them); other discrete sites as integers of their own dtype (indices,
     counts), where the gradient is zero and ordinal-NCG's window proposal does the moving.
     """
-    from numpyro.handlers import condition, seed, trace
+    from numpyro.handlers import condition, seed, substitute, trace
     from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
 
     first = {name: sites[name]["value"] for name in discrete}
@@ -104,6 +169,12 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         start = initialize_model(key_continuous, condition(model, data=first), model_args=args, model_kwargs=kwargs)
         return jnp.concatenate([ravel_pytree(start.param_info.z)[0], *values])
 
+    def model_trace(x):
+        z, values = split(x)
+        conditioned = condition(model, data=values)
+        latent = constrain_fn(conditioned, args, kwargs, z)
+        return trace(substitute(conditioned, data=latent)).get_trace(*args, **kwargs)
+
     def named(x):
         z, values = split(x)
         out = constrain_fn(condition(model, data=values), args, kwargs, z, return_deterministic=True)
@@ -111,12 +182,14 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         return {**latent, **{name: jnp.asarray(value, jnp.int32) for name, value in values.items()}}
 
     title = getattr(model, "__name__", "numpyro-model")
+    start = initial_position(jax.random.key(0))
     return Target(
         name=title,
         logdensity_fn=logdensity_fn,
         space=space,
         description=f"NumPyro model {title}: continuous sites unconstrained, discrete sites sampled ({space})",
         initial_position=initial_position,
+        metadata={SITE_TERMS: _site_terms(model_trace, space, discrete, sites, start)},
         variables=Variables(named, space.event_shape, recover=_recover_enumerated(model, args, kwargs, sites)),
     )
 
