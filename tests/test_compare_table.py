@@ -203,3 +203,24 @@ def test_importing_the_library_leaves_the_cache_off():
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert out.strip() == "None"
+
+
+@pytest.mark.parametrize("setting", ["default", "opt-out", "caller's folder"])
+def test_sample_uses_the_cache_as_the_command_does(tmp_path, setting):
+    code = (
+        "import jax, gradmc\n"
+        "if {own!r}: jax.config.update('jax_compilation_cache_dir', {own!r})\n"
+        "gradmc.sample('banana', 'rwm', num_chains=2, num_warmup=5, num_draws=5, progress=False)\n"
+        "print(jax.config.values['jax_compilation_cache_dir'])"
+    ).format(own=str(tmp_path / "own") if setting == "caller's folder" else "")
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", compile_cache.DISABLE_VARIABLE)
+    }
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    if setting == "opt-out":
+        env[compile_cache.DISABLE_VARIABLE] = "1"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    expected = {"default": tmp_path / "gradmc" / "jax", "opt-out": None, "caller's folder": tmp_path / "own"}[setting]
+    assert out.strip().splitlines()[-1] == str(expected)
+    if setting == "default":
+        assert any((tmp_path / "gradmc" / "jax").iterdir())  # compiled programs written

@@ -4,8 +4,9 @@ Compiled programs are kept in a folder on disk, so that running the same command
 loads them instead of compiling: on a CPU most of a short run is compilation. The command
 line enables the cache by default (in ``$XDG_CACHE_HOME/gradmc/jax``, or
 ``~/.cache/gradmc/jax``); ``GRADMC_NO_COMPILE_CACHE=1`` or ``gradmc --no-compile-cache``
-turn it off. ``import gradmc`` never enables it: a library leaves JAX's configuration to
-its caller, who can call :func:`enable_compilation_cache` (or set JAX's options directly).
+turn it off. ``import gradmc`` does not enable it; the first ``gradmc.sample`` of a process
+does, with the same folder and the same opt-out, unless the caller set JAX's
+``jax_compilation_cache_dir`` already (then the caller's folder is used).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ order that depends on their number, so it agrees across device counts to roundin
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import secrets
@@ -30,6 +31,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from gradmc.base import BoundSampler, Sampler, Shared, Target
 from gradmc.checks import check_positive
+from gradmc.compile_cache import enable_compilation_cache
 from gradmc.composed import AUTO, auto_sampler, composed_sampler
 from gradmc.diagnostics.health import emit_warnings
 from gradmc.extended import pseudo_extended, resample_extended
@@ -274,6 +276,17 @@ def _bytes_per_iteration(keep: Callable | None, target: Target, num_chains: int)
     if keep is not None:
         shapes = jax.eval_shape(jax.vmap(keep), shapes)
     return sum(int(np.prod(s.shape, dtype=np.int64)) * s.dtype.itemsize for s in jax.tree.leaves(shapes))
+
+
+@functools.cache
+def _use_compilation_cache() -> None:
+    """Turn on JAX's persistent compilation cache once per process, as the command line does
+    (:mod:`gradmc.compile_cache`), unless the caller chose a cache folder of their own or set
+    ``GRADMC_NO_COMPILE_CACHE``: a repeated script then loads its compiled programs instead of
+    compiling them again.
+    """
+    if not jax.config.values["jax_compilation_cache_dir"]:
+        enable_compilation_cache()
 
 
 def _check_seed(seed) -> int:
@@ -700,6 +713,7 @@ def sample(
         ``trace.posterior()`` and ``trace.to_arviz()`` name the model's variables.
     """
     seed = _check_seed(seed)
+    _use_compilation_cache()
     target, init = resolve_target(target, init=init, space=space)
     if extended is not None:
         return _sample_extended(
