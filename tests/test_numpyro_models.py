@@ -90,6 +90,14 @@ def test_discrete_sites_without_enumeration_are_named():
     with pytest.raises(ValueError, match="latent site 'z'.*enumerate='sequential'"):
         gradmc.from_numpyro(sequential)
 
+    def both_kinds():
+        b = numpyro.sample("b", dist.Bernoulli(0.5), infer={"enumerate": "parallel"})
+        z = numpyro.sample("z", dist.Bernoulli(0.5))
+        numpyro.sample("y", dist.Normal(b + z, 1.0), obs=1.0)
+
+    with pytest.raises(ValueError, match="sums out 'b'.*discrete sites gradmc samples \\('z'\\)"):
+        gradmc.from_numpyro(both_kinds)
+
 
 def test_enumerated_sites_are_summed_out():
     pytest.importorskip("funsor")

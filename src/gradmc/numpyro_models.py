@@ -109,7 +109,7 @@ def _site_terms(model_trace: Callable, space: Product, discrete: dict, sites: di
             jnp.sum(log_prob(s)) for s in model_trace(x).values() if s["type"] == "sample" and not in_plate(s, frame)
         )
 
-    found = {}
+    found: dict[str, Callable] = {}
     for name in discrete:
         frame = _plate_of(sites[name])
         if frame is None:
@@ -316,6 +316,13 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
         raise TypeError(f"model must be a NumPyro model function, got {type(model).__name__}")
     sites = _model_trace(model, args, kwargs)
     discrete = _sampled_discrete_sites(sites, [_model_trace(model, args, kwargs, seed=k) for k in (1, 2)])
+    enumerated = [n for n, s in sites.items() if _is_discrete_latent(s) and s["infer"].get("enumerate") == "parallel"]
+    if discrete and enumerated:
+        raise ValueError(
+            f"the model sums out {', '.join(map(repr, enumerated))} (enumerate='parallel') and has discrete sites "
+            f"gradmc samples ({', '.join(map(repr, discrete))}): gradmc runs either kind, not both in one model; "
+            "mark every discrete site for enumeration, or none"
+        )
     if discrete:
         return _mixed_target(model, args, kwargs, sites, discrete)
     names = [
