@@ -21,6 +21,11 @@ Models:
 * ``mixture``: a three-component Gaussian mixture of 100 data with explicit assignments
   ``z[n] ~ Categorical(softmax(logits))``, component means ``locs ~ N((-3, 0, 3), 1)``,
   ``logits ~ N(0, 1)``, unit noise.
+* ``hmm``: a three-state hidden Markov model of T = 200 observations, states ``z[t]``
+  following a transition matrix ``softmax(logits)`` row by row (``logits ~ N(2 I, 1)``),
+  emissions ``N(mu[z[t]], 1)`` with ``mu ~ N((-2, 0, 2), 1)``; data simulated with
+  probability 0.9 of staying. The NumPyro model states the chain's law with a
+  ``numpyro.factor`` over the plate of states.
 
 Reported per model and method: the smallest bulk ESS over the continuous coordinates and
 the discrete sites (each site's value, as ArviZ reads it), the seconds end to end (with
@@ -31,7 +36,7 @@ posterior means of the discrete sites (inclusion probabilities; each category's 
 each assignment) against a long reference run (gradmc ``"auto"`` with ``--reference-draws``
 draws per chain).
 
-Usage: ``python benchmarks/mixed.py [--models ssvs,mixture] [--chains 4] [--warmup 1000]
+Usage: ``python benchmarks/mixed.py [--models ssvs,mixture,hmm] [--chains 4] [--warmup 1000]
 [--draws 2000] [--gradmc auto,gamma=pavg]``.
 """
 
@@ -112,7 +117,45 @@ def mixture(seed: int = 0):
     return target, model, {**init, "z": jnp.asarray(nearest)}, ("locs", "logits"), ("z",)
 
 
-MODELS = {"ssvs": ssvs, "mixture": mixture}
+def hmm(seed: int = 0):
+    """A three-state hidden Markov model (T = 200) with unknown emission means and transition
+    matrix: the gradmc target and the NumPyro model.
+    """
+    import numpyro
+    import numpyro.distributions as dist
+
+    rng = np.random.default_rng(seed)
+    T, centres = 200, np.array([-2.0, 0.0, 2.0], np.float32)
+    stay = np.full((3, 3), 0.05) + np.eye(3) * 0.85  # rows sum to 1: stay with probability 0.9
+    states = [0]
+    for _ in range(T - 1):
+        states.append(rng.choice(3, p=stay[states[-1]]))
+    y = (centres[np.array(states)] + rng.normal(size=T)).astype(np.float32)
+    prior_logits = 2.0 * np.eye(3, dtype=np.float32)  # favours staying, as the data do
+
+    def log_density(position):
+        mu, logits, z = position["mu"], position["logits"], position["z"]  # z: one-hot rows (T, 3)
+        log_A = jax.nn.log_softmax(logits, axis=-1)
+        prior = -0.5 * jnp.sum((mu - centres) ** 2) - 0.5 * jnp.sum((logits - prior_logits) ** 2)
+        transitions = jnp.sum((z[:-1] @ log_A) * z[1:])
+        emissions = jnp.sum(z * (-0.5 * (y[:, None] - mu) ** 2))
+        return prior + transitions + emissions
+
+    def model():
+        mu = numpyro.sample("mu", dist.Normal(centres, 1.0).to_event(1))
+        logits = numpyro.sample("logits", dist.Normal(prior_logits, 1.0).to_event(2))
+        with numpyro.plate("time", T):
+            z = numpyro.sample("z", dist.Categorical(logits=jnp.zeros(3)))  # uniform; the chain's law is the factor
+            numpyro.sample("y", dist.Normal(mu[z], 1.0), obs=y)
+        numpyro.factor("markov", jnp.sum(jax.nn.log_softmax(logits, axis=-1)[z[:-1], z[1:]]))
+
+    nearest = np.argmin(np.abs(y[:, None] - centres), axis=1)
+    init = {"mu": jnp.asarray(centres), "logits": jnp.asarray(prior_logits), "z": jax.nn.one_hot(nearest, 3)}
+    target = gradmc.from_function(log_density, init=init, space={"z": Categorical(3, T)}, name="hmm")
+    return target, model, {**init, "z": jnp.asarray(nearest)}, ("mu", "logits"), ("z",)
+
+
+MODELS = {"ssvs": ssvs, "mixture": mixture, "hmm": hmm}
 
 # -- measuring ----------------------------------------------------------------------------
 
@@ -215,7 +258,7 @@ def discrete_means(posterior: dict, discrete) -> np.ndarray:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default="ssvs,mixture")
+    parser.add_argument("--models", default="ssvs,mixture,hmm")
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=2000)

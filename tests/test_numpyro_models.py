@@ -115,6 +115,7 @@ def test_enumerated_sites_are_summed_out():
     np.testing.assert_allclose(got, exact, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_enumerated_sites_are_drawn_back_into_the_posterior():
     """z is summed out of the log density and drawn back from p(z | m, y) for each draw of m:
     its draws follow the exact p(z = 1 | y) = 0.3 N(2; 3, 2) / (0.3 N(2; 3, 2) + 0.7 N(2; 0, 2))."""
@@ -208,6 +209,7 @@ def shifted_mixture(x):
         numpyro.sample("x", dist.Normal(jnp.asarray(CENTRES)[z] + mu, 1.0), obs=x)
 
 
+@pytest.mark.slow
 def test_a_plate_of_indexed_labels_moves_by_blocked_gibbs_exactly():
     """Given z, x - centres[z] ~ N(0, I + 11ᵀ) with mu integrated out, so p(z | x) is exact over
     the 27 label triples, and mu | x, z ~ N(sum(x - centres[z]) / 4, 1/4)."""
