@@ -33,7 +33,7 @@ def test_trace_panels_name_the_model_scalars_first(named_trace):
     r_hats = [float(label.split("R-hat ")[1].rstrip(")")) for label in labels[1:4]]
     assert r_hats == sorted(r_hats, reverse=True)
     assert labels[4] == "log density" and labels[5].startswith("acceptance rate")
-    values, names, scalar = report.named_coordinates(named_trace)
+    values, names, scalar = report.named_coordinates(named_trace.posterior())
     assert values.shape == (2, 40, 6) and names[0] == "alpha[0]" and scalar.tolist() == [False] * 5 + [True]
 
 

@@ -394,7 +394,8 @@ def _cmd_sample(gradmc, args) -> int:
             extended_options=extended_options,
         )
     )
-    values, names, scalar = report.named_coordinates(trace)  # the model's names (NumPyro: constrained values)
+    posterior = trace.posterior()  # the model's names (NumPyro: constrained values), computed once
+    values, names, scalar = report.named_coordinates(posterior)
     with_truth = target.truth is not None and target.truth.mean is not None and values.shape[-1] == target.dim
     table = diagnostics.summary(values[:, :, : report.MAX_RANKED], target.truth if with_truth else None)
     table["name"] = names[: report.MAX_RANKED]
@@ -408,7 +409,7 @@ def _cmd_sample(gradmc, args) -> int:
         f"gradient evals {trace.num_grad_evals}  sampling {trace.sampling_seconds:.2f} s  "
         f"compile {trace.timing['compile_s']:.2f} s"
     )
-    frequencies = report.format_value_frequencies(trace.posterior()) if trace.variables is not None else ""
+    frequencies = report.format_value_frequencies(posterior) if trace.variables is not None else ""
     if frequencies:
         print(frequencies)
     print(report.format_params(trace.params))
@@ -418,7 +419,7 @@ def _cmd_sample(gradmc, args) -> int:
             f"{trace.extended.weights.size} particles ({trace.extended.ess_per_iteration:.2f} of N per iteration)"
         )
     trace.save_netcdf(out / "trace.nc")
-    report.plot_trace(trace, out / "trace.png", title=f"{trace.sampler} on {target.name}")
+    report.plot_trace(trace, out / "trace.png", title=f"{trace.sampler} on {target.name}", posterior=posterior)
     if target.dim == 2:
         report.plot_pairs(trace.draws, out / "pairs.png", title=f"{trace.sampler} on {target.name}")
     print(f"wrote {out}/trace.nc and plots")

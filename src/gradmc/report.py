@@ -229,17 +229,16 @@ def save_figure(fig, path: Path, *, dpi: int = 110) -> Path:
 MAX_RANKED = 2000
 
 
-def named_coordinates(trace) -> tuple[np.ndarray, list[str], np.ndarray]:
+def named_coordinates(posterior: dict) -> tuple[np.ndarray, list[str], np.ndarray]:
     """The draws as the model names them: ``(values, names, scalar)`` with values shaped
     ``(chain, draw, k)``, one name per coordinate (``mu``, ``theta[3]``) and whether it is a
     scalar variable; ``x[i]`` for a target without named variables.
 
     Parameters
     ----------
-    trace : gradmc.Trace
-        A run.
+    posterior : dict of str to ndarray
+        The named draws ``(chain, draw, *shape)`` of :meth:`gradmc.Trace.posterior`.
     """
-    posterior = trace.posterior() if trace.variables is not None else {"x": trace.draws}
     blocks, names, scalar = [], [], []
     for name, value in posterior.items():
         value = np.asarray(value, np.float64)
@@ -268,12 +267,12 @@ def worst_first(r_hat, scalar, k: int) -> np.ndarray:
     return np.concatenate([np.flatnonzero(scalar), rest])[:k]
 
 
-def _discrete_mixing_series(trace) -> list[tuple[str, np.ndarray]]:
+def _discrete_mixing_series(posterior: dict) -> list[tuple[str, np.ndarray]]:
     """What tells a discrete chain's mixing, each (chain, draw): the mean value of its
     coordinates (the magnetisation of spins; categories by their index), and the share of
     coordinates that differ from the chain's first kept draw.
     """
-    values, _, _ = named_coordinates(trace)
+    values, _, _ = named_coordinates(posterior)
     return [
         ("mean value of the coordinates", values.mean(axis=-1)),
         ("share of coordinates changed since the first draw", (values != values[:, :1]).mean(axis=-1)),
@@ -301,7 +300,7 @@ def _running_mean(values: np.ndarray, window: int) -> np.ndarray:
     return (total[:, ends] - total[:, starts]) / (ends - starts)
 
 
-def trace_panels(trace, max_panels: int = 6) -> list[tuple[str, np.ndarray]]:
+def trace_panels(trace, max_panels: int = 6, posterior: dict | None = None) -> list[tuple[str, np.ndarray]]:
     """What :func:`plot_trace` draws: ``(label, (chain, draw) values)`` per panel.
 
     For a model with continuous unknowns, its scalar variables first, then the entries of its
@@ -316,14 +315,17 @@ def trace_panels(trace, max_panels: int = 6) -> list[tuple[str, np.ndarray]]:
         A run.
     max_panels : int
         How many variables or statistics at most (besides the log density and acceptance).
+    posterior : dict, optional
+        ``trace.posterior()``, when the caller has it already.
     """
     from gradmc.spaces import DiscreteSpace
 
+    posterior = trace.posterior() if posterior is None else posterior
     panels: list[tuple[str, np.ndarray]] = []
     if isinstance(trace.space, DiscreteSpace):
-        panels += _discrete_mixing_series(trace)[:max_panels]
+        panels += _discrete_mixing_series(posterior)[:max_panels]
     else:
-        values, names, scalar = named_coordinates(trace)
+        values, names, scalar = named_coordinates(posterior)
         ranked = values[:, :, :MAX_RANKED]
         r_hat = _r_hat(ranked)
         for i in worst_first(r_hat, scalar[:MAX_RANKED], max_panels):
@@ -338,7 +340,7 @@ def trace_panels(trace, max_panels: int = 6) -> list[tuple[str, np.ndarray]]:
     return panels
 
 
-def plot_trace(trace, path: Path, *, max_panels: int = 6, title: str = "") -> Path:
+def plot_trace(trace, path: Path, *, max_panels: int = 6, title: str = "", posterior: dict | None = None) -> Path:
     """Trace lines of :func:`trace_panels`, one colour per chain, against the iteration
     after warm-up.
 
@@ -352,8 +354,10 @@ def plot_trace(trace, path: Path, *, max_panels: int = 6, title: str = "") -> Pa
         How many variables or statistics at most (besides the log density and acceptance).
     title : str
         The figure's title.
+    posterior : dict, optional
+        ``trace.posterior()``, when the caller has it already.
     """
-    panels = trace_panels(trace, max_panels)
+    panels = trace_panels(trace, max_panels, posterior)
     plt = pyplot()
     fig, axes = plt.subplots(len(panels), 1, figsize=(8, 1.7 * len(panels)), sharex=True, squeeze=False)
     steps = np.arange(1, trace.draws.shape[1] + 1) * trace.thinning
