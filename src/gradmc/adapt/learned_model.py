@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from gradmc.adapt.step_size import StepSizeRule
+from gradmc.adapt.warmup import WarmupKernel, bind_two_phase
 from gradmc.base import BoundSampler, Shared
 from gradmc.chains import pool_chains
 
@@ -185,30 +186,20 @@ def explore_then_fit_sampler(
         state, info = kernel(key, state, params.value["model"])
         return state, stats_fn(state, info, params.value[tuning.name])
 
-    def position(state):
-        if isinstance(state, ExploreFitState):
-            return jnp.where(state.fitted, state.kernel.position, explorer.position(state.explorer))
-        return state.position
-
-    def refresh(key, state):
-        if not isinstance(state, ExploreFitState):
-            return kernel_init(key, state.position)
+    def refresh(key, ws):
         key_explorer, key_kernel = jax.random.split(key)
-        return state._replace(
-            explorer=explorer.refresh(key_explorer, state.explorer),
-            kernel=kernel_init(key_kernel, state.kernel.position),
+        return ws._replace(
+            explorer=explorer.refresh(key_explorer, ws.explorer),
+            kernel=kernel_init(key_kernel, ws.kernel.position),
         )
 
-    return BoundSampler(
-        name,
+    warmup = WarmupKernel(
         init,
         warmup_step,
-        finalize,
-        step,
-        position,
-        adapts_in_warmup=True,
+        position=lambda ws: jnp.where(ws.fitted, ws.kernel.position, explorer.position(ws.explorer)),
         refresh=None if explorer.refresh is None else refresh,
     )
+    return bind_two_phase(name, warmup, finalize, kernel_init, step)
 
 
 def pooled_dense_fit(fit_sums: Callable) -> Callable:

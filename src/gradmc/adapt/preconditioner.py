@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.adapt.step_size import StepSizeRule, fixed_rule
+from gradmc.adapt.warmup import WarmupKernel, bind_two_phase
 from gradmc.base import BoundSampler, Shared
 from gradmc.chains import gather_chains, pool_chains
 from gradmc.curvature.pavg_model import EigenPreconditioner, eigen_preconditioner, from_eigh
@@ -322,12 +323,10 @@ def learning_sampler(
         state, info = kernel(key, state, params.value["precond"])
         return state, stats_fn(state, info, params.value["gamma"], params.value["step_size"])
 
-    def position(state):
-        return state.kernel.position if isinstance(state, LearningState) else state.position
-
-    def refresh(key, state):
-        if isinstance(state, LearningState):
-            return state._replace(kernel=kernel_init(key, state.kernel.position))
-        return kernel_init(key, state.position)
-
-    return BoundSampler(name, init, warmup_step, finalize, step, position, refresh=refresh)
+    warmup = WarmupKernel(
+        init,
+        warmup_step,
+        position=lambda ws: ws.kernel.position,
+        refresh=lambda key, ws: ws._replace(kernel=kernel_init(key, ws.kernel.position)),
+    )
+    return bind_two_phase(name, warmup, finalize, kernel_init, step)

@@ -14,7 +14,9 @@ its ``params`` during warm-up, in the shape of an Optax transformation:
 (a step size, GWG's number of flips, HAMS's δ), :func:`window_rule` Stan's windowed adaptation of
 HMC's step size and inverse mass matrix. :func:`bind` turns a kernel, its fixed parameters and
 its rule into the :class:`~gradmc.base.BoundSampler` the runner drives; without a rule the
-warm-up steps are ordinary kernel steps.
+warm-up steps are ordinary kernel steps. A warm-up that runs a kernel of its own (gad's
+adaptive kernel, PAVG learning its M, PDHAMS exploring before it fits W) is a
+:class:`WarmupKernel`, which :func:`bind_two_phase` joins to the kept kernel.
 """
 
 from __future__ import annotations
@@ -32,7 +34,16 @@ from gradmc.adapt.step_size import StepSizeRule, dual_averaging_final, fixed_rul
 from gradmc.base import BoundSampler
 from gradmc.checks import check_positive, check_probability, is_concrete
 
-__all__ = ["Rule", "WarmupState", "step_rule", "window_rule", "bind", "step_size_sampler"]
+__all__ = [
+    "Rule",
+    "WarmupState",
+    "WarmupKernel",
+    "step_rule",
+    "window_rule",
+    "bind",
+    "bind_two_phase",
+    "step_size_sampler",
+]
 
 
 class Rule(NamedTuple):
@@ -61,6 +72,34 @@ class WarmupState(NamedTuple):
 
     kernel: Any
     rule: Any
+
+
+class WarmupKernel(NamedTuple):
+    """A warm-up that runs a kernel of its own, with a state of its own (see :func:`bind_two_phase`).
+
+    Parameters
+    ----------
+    init : callable
+        ``init(key, position) -> warmup_state``.
+    step : callable
+        ``step(key, warmup_state, t) -> (warmup_state, StepStats)`` for t = 0..W-1.
+    position : callable
+        ``position(warmup_state)``.
+    refresh : callable or None
+        ``refresh(key, warmup_state) -> warmup_state`` with the cached log density and
+        gradient computed again (None: the warm-up cannot move one block of a composed sampler).
+    """
+
+    init: Callable
+    step: Callable
+    position: Callable
+    refresh: Callable | None
+
+
+class _WarmingUp(NamedTuple):
+    """A chain's state during a :class:`WarmupKernel`'s warm-up."""
+
+    state: Any
 
 
 def step_rule(parameter: str, rule: StepSizeRule, initial, kept_value: Callable | None = None) -> Rule:
@@ -224,6 +263,54 @@ def bind(
         position=lambda state: read(state.kernel) if isinstance(state, WarmupState) else read(state),
         adapts_in_warmup=(rule is not None) if adapts_in_warmup is None else adapts_in_warmup,
         refresh=refresh_state if refresh else None,
+    )
+
+
+def bind_two_phase(
+    name: str,
+    warmup: WarmupKernel,
+    finalize: Callable,
+    kernel_init: Callable,
+    step: Callable,
+) -> BoundSampler:
+    """The :class:`~gradmc.base.BoundSampler` that runs ``warmup`` and then a fixed kernel.
+
+    Parameters
+    ----------
+    name : str
+        The sampler's name.
+    warmup : WarmupKernel
+        The warm-up, which learns what the kept kernel runs with.
+    finalize : callable
+        ``finalize(warmup_state) -> (kernel_state, params)``: adaptation stops here.
+    kernel_init : callable
+        ``kernel_init(key, position) -> kernel_state`` of the kept kernel (what a composed
+        sampler calls after another block moved).
+    step : callable
+        ``step(key, kernel_state, params) -> (kernel_state, StepStats)``.
+    """
+
+    def warmup_step(key, state, t):
+        new, stats = warmup.step(key, state.state, t)
+        return _WarmingUp(new), stats
+
+    def position(state):
+        return warmup.position(state.state) if isinstance(state, _WarmingUp) else state.position
+
+    def refresh(key, state):
+        if isinstance(state, _WarmingUp):
+            return _WarmingUp(warmup.refresh(key, state.state))
+        return kernel_init(key, state.position)
+
+    return BoundSampler(
+        name,
+        init=lambda key, start: _WarmingUp(warmup.init(key, start)),
+        warmup_step=warmup_step,
+        finalize=lambda state: finalize(state.state),
+        step=step,
+        position=position,
+        adapts_in_warmup=True,
+        refresh=None if warmup.refresh is None else refresh,
     )
 
 

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.adapt.step_size import robbins_monro, rule_by_name
-from gradmc.adapt.warmup import Rule, bind, step_size_sampler, window_rule
+from gradmc.adapt.warmup import Rule, WarmupKernel, bind, bind_two_phase, step_size_sampler, window_rule
 from gradmc.base import BoundSampler, Target, mh_stats, reject_nonfinite, step_stats
 from gradmc.checks import check_positive, check_probability
 from gradmc.continuous import (
@@ -507,22 +507,15 @@ def gad_sampler(
         state, info = frozen(key, state, logdensity_fn, params["step_size"], params["L"])
         return state, stats(state.logdensity, info, params["beta"], False, int(langevin))
 
-    def position(state):
-        return state.state.position if isinstance(state, gad.GadAdaptState) else state.position
-
-    def refresh(key, state):
-        if isinstance(state, gad.GadAdaptState):
-            return state._replace(state=gad.init(state.state.position, logdensity_fn))
-        return (mala.init if langevin else rwm.init)(state.position, logdensity_fn)
-
-    return BoundSampler(
-        f"gad{method}",
-        lambda key, position: gad.adaptive_init(position, logdensity_fn, L0, beta0, G0),
-        warmup_step,
-        finalize,
-        step,
-        position,
-        refresh=refresh,
+    warmup = WarmupKernel(
+        init=lambda key, position: gad.adaptive_init(position, logdensity_fn, L0, beta0, G0),
+        step=warmup_step,
+        position=lambda astate: astate.state.position,
+        refresh=lambda key, astate: astate._replace(state=gad.init(astate.state.position, logdensity_fn)),
+    )
+    kernel_init = mala.init if langevin else rwm.init
+    return bind_two_phase(
+        f"gad{method}", warmup, finalize, lambda key, position: kernel_init(position, logdensity_fn), step
     )
 
 
