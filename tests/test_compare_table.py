@@ -101,10 +101,12 @@ def test_learned_parameters_line_names_values_spreads_and_matrices():
         "step_size": np.array([0.2, 0.25, 0.3]),
         "W": np.broadcast_to(np.diag([1.0, 4.0]), (chains, 2, 2)),  # shared by the chains
         "M": np.zeros((chains, 2, 2)),  # learned on independent coordinates
+        "fallback": np.zeros(chains, bool),  # a switch left off: not shown
     }
     assert format_params(params) == (
         "learned in warm-up: step_size 0.25 (0.2..0.3 over chains); W 2x2 (condition number 4); M 2x2 (zero)"
     )
+    assert format_params({"fallback": np.ones(chains, bool)}) == "learned in warm-up: fallback on"
     assert format_params(None) == "nothing learned in warm-up"
 
 

@@ -114,7 +114,7 @@ def test_a_block_that_keeps_a_stale_conditional_fails_the_check(target, monkeypa
     """
     from gradmc.base import BoundSampler
 
-    def stale(key, state):
+    def stale(key, state, position):
         return state
 
     real_bind = gradmc.base.Sampler.bind

@@ -34,6 +34,7 @@ from gradmc.variables import Variables
 
 __all__ = [
     "RunWarning",
+    "FALLBACK",
     "SamplingAlgorithm",
     "Truth",
     "PerDatumModel",
@@ -50,6 +51,11 @@ __all__ = [
 
 ArrayTree = Any
 PRNGKey = jax.Array
+
+
+#: The key of a run's ``params`` that says a discrete gradient sampler's proposal froze in
+#: warm-up and single-site moves were added to its steps (:mod:`gradmc.discrete.fallback`).
+FALLBACK = "fallback"
 
 
 class RunWarning(UserWarning):
@@ -317,11 +323,13 @@ class BoundSampler(NamedTuple):
     * ``finalize(warmup_state) -> (kernel_state, params)``: adaptation stops here.
     * ``step(key, kernel_state, params) -> (kernel_state, StepStats)``: a fixed kernel.
     * ``position(state)`` reads the position from a warm-up or kernel state.
-    * ``refresh(key, state) -> state``: the same warm-up or kernel state, with what it caches
-      of the log density at its position (value, gradient) computed again from the log
-      density this sampler was bound to. A composed sampler (:mod:`gradmc.composed`) calls
-      it after another block has moved; None for a sampler whose state holds more than its
-      position (tempering replicas, a temperature, a history), which cannot move a block.
+    * ``refresh(key, state, position) -> state``: the same warm-up or kernel state moved to
+      ``position``, with what it caches of the log density there (value, gradient) computed
+      again from the log density this sampler was bound to. A composed sampler
+      (:mod:`gradmc.composed`) calls it at the state's own position after another block has
+      moved, the discrete fallback (:mod:`gradmc.discrete.fallback`) at the position its move
+      reached; None for a sampler whose state holds more than its position (tempering
+      replicas, a temperature, a history), which cannot be moved from outside.
 
     ``params`` (the adapted step size, preconditioner, ...) are returned with the run.
     Parts of the warm-up state or of ``params`` wrapped in :class:`Shared` have no chain

@@ -313,7 +313,7 @@ def _build(target: Target, num_warmup: int, layout: list[Block]) -> BoundSampler
         for i, (block, state) in enumerate(zip(layout, states, strict=True)):
             b = bound(block, x)
             if len(layout) > 1:
-                state = b.refresh(jax.random.fold_in(key, 2 * i), state)
+                state = b.refresh(jax.random.fold_in(key, 2 * i), state, b.position(state))
                 refreshes += 1
             state, block_stats = _repeated(move, b, block.steps, jax.random.fold_in(key, 2 * i + 1), state, i)
             x = x.at[block.index].set(jnp.ravel(b.position(state)))

@@ -72,7 +72,7 @@ def format_value_frequencies(posterior: dict, max_values: int = 5) -> str:
 
 def format_params(params) -> str:
     """One line on what a run's warm-up learned (``trace.params``), per parameter: a value per
-    chain as its median and range over chains; a matrix as its shape and condition number
+    chain as its median and range over chains; a switch only when it is on; a matrix as its shape and condition number
     (``(zero)`` for a zero matrix, such as the W learned on independent coordinates).
 
     Parameters
@@ -100,6 +100,9 @@ def _learned(params, prefix: str = "") -> list[str]:
         if not hasattr(value, "shape"):
             continue
         x = np.asarray(value)
+        if x.dtype == bool:  # a switch the warm-up may turn on (the discrete fallback): shown when on
+            parts += [f"{name} on"] if x.any() else []
+            continue
         # learned from all chains together: one array shown per chain without copies
         if x.ndim and (x.strides[0] == 0 or x.shape[0] == 1):
             x = x[:1]

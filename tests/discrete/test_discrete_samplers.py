@@ -25,7 +25,7 @@ from gradmc.adapt.warmup import bind
 from gradmc.base import Target
 from gradmc.diagnostics.ess import geyer_ess
 from gradmc.diagnostics.health import RunWarning
-from gradmc.discrete import avg, block_gibbs, gwg, ncg, ordinal_ncg, proposals
+from gradmc.discrete import avg, block_gibbs, fallback, gwg, ncg, ordinal_ncg, proposals
 from gradmc.discrete.gradient_samplers import MAX_STEP_SIZE, TARGET_ACCEPT
 from gradmc.registry import sampler as recipe
 from gradmc.run import run_chains as drive_sampler
@@ -187,6 +187,10 @@ GRID = [
 NUM_CHAINS, NUM_DRAWS = 32, 10_000
 
 
+def _slow_unless_default(space_name):
+    return pytest.param(space_name, marks=() if space_name == "categorical" else pytest.mark.slow)
+
+
 @pytest.mark.parametrize("sampler_name, space_name", GRID)
 def test_matches_exact_distribution(sampler_name, space_name):
     name, options, num_warmup = SAMPLERS[sampler_name]
@@ -198,6 +202,21 @@ def test_matches_exact_distribution(sampler_name, space_name):
     assert tv < bound, f"{sampler_name} on {space_name}: TV {tv:.4f} >= bound {bound:.4f}"
     jumps = out["stats"].extra["jump"]
     assert np.all(jumps >= 0) and jumps.mean() > 0
+
+
+@pytest.mark.parametrize("space_name", [_slow_unless_default(n) for n in SPACES])
+def test_with_its_fallback_move_on_ncg_matches_exact_distribution(space_name, monkeypatch):
+    """NCG followed by the fallback's single-site move (:mod:`gradmc.discrete.fallback`,
+    switched on by a threshold no run stays under) keeps the target on every value set.
+    """
+    monkeypatch.setattr(fallback, "FROZEN_RATE", 2.0)
+    target = TARGETS[space_name]
+    sampler = recipe("ncg", step_size=1.0).bind(target, 400)
+    out = run_chains(sampler, target, num_chains=NUM_CHAINS, num_draws=NUM_DRAWS, num_warmup=400, seed=3)
+    assert np.all(np.asarray(out["params"]["fallback"].value))
+    assert np.all(out["stats"].num_grad_evals == 3)
+    tv, bound = tv_and_bound(target.space, out["index"], probs_of(space_name))
+    assert tv < bound, f"ncg + fallback on {space_name}: TV {tv:.4f} >= bound {bound:.4f}"
 
 
 def _wrong_ncg_kernel(key, state, logdensity_fn, space, step_size):

@@ -37,12 +37,14 @@ def test_the_warmup_state_holds_the_pooled_model_once(ising):
     keys = jax.random.split(jax.random.key(0), CHAINS)
     starts = jax.vmap(ising.space.sample_uniform)(keys)
     states = loop.init_states(bound, keys, starts)
-    assert isinstance(states.pooled, Shared)
-    assert states.pooled.value.eigvecs.shape == (16, 16)  # no chain axis
-    assert states.kernel.position.shape == (CHAINS, 16)
+    learning = states.inner.state  # PAVG's learning state, inside the fallback's and the warm-up's wrappers
+    assert isinstance(learning.pooled, Shared)
+    assert learning.pooled.value.eigvecs.shape == (16, 16)  # no chain axis
+    assert learning.kernel.position.shape == (CHAINS, 16)
+    assert isinstance(states.judged, Shared)  # the fallback's decision: one for all chains
     step = jax.jit(loop.warmup_step_fn(bound))
     after, _ = step(jax.vmap(jax.random.fold_in, (0, None))(keys, 0), states, 0, None)
-    assert after.pooled.value.sum_ss.shape == (16, 16)
+    assert after.inner.state.pooled.value.sum_ss.shape == (16, 16)
 
 
 @pytest.mark.parametrize("name, field", [("pavg", "precond"), ("v-pdhams", "W")])

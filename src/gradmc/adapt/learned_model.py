@@ -186,11 +186,11 @@ def explore_then_fit_sampler(
         state, info = kernel(key, state, params.value["model"])
         return state, stats_fn(state, info, params.value[tuning.name])
 
-    def refresh(key, ws):
+    def refresh(key, ws, position):
         key_explorer, key_kernel = jax.random.split(key)
         return ws._replace(
-            explorer=explorer.refresh(key_explorer, ws.explorer),
-            kernel=kernel_init(key_kernel, ws.kernel.position),
+            explorer=explorer.refresh(key_explorer, ws.explorer, position),
+            kernel=kernel_init(key_kernel, position),
         )
 
     warmup = WarmupKernel(

@@ -327,6 +327,6 @@ def learning_sampler(
         init,
         warmup_step,
         position=lambda ws: ws.kernel.position,
-        refresh=lambda key, ws: ws._replace(kernel=kernel_init(key, ws.kernel.position)),
+        refresh=lambda key, ws, position: ws._replace(kernel=kernel_init(key, position)),
     )
     return bind_two_phase(name, warmup, finalize, kernel_init, step)

@@ -86,8 +86,9 @@ class WarmupKernel(NamedTuple):
     position : callable
         ``position(warmup_state)``.
     refresh : callable or None
-        ``refresh(key, warmup_state) -> warmup_state`` with the cached log density and
-        gradient computed again (None: the warm-up cannot move one block of a composed sampler).
+        ``refresh(key, warmup_state, position) -> warmup_state`` moved to ``position``, with
+        the cached log density and gradient computed again (None: the warm-up cannot be
+        moved from outside, e.g. as one block of a composed sampler).
     """
 
     init: Callable
@@ -194,7 +195,7 @@ def bind(
     *,
     adapts_in_warmup: bool | None = None,
     position: Callable | None = None,
-    refresh: Callable | bool = True,
+    refresh: bool = True,
 ) -> BoundSampler:
     """The :class:`~gradmc.base.BoundSampler` of ``kernel`` with fixed ``params`` and a warm-up ``rule``.
 
@@ -220,21 +221,18 @@ def bind(
         never moves, such as a fixed step size, may say False).
     position : callable, optional
         ``position(kernel_state)`` (default: ``kernel_state.position``).
-    refresh : callable or bool
-        ``refresh(key, kernel_state) -> kernel_state`` with the cached log density and
-        gradient computed again (:class:`~gradmc.base.BoundSampler`); True (default):
-        ``kernel_init`` at the state's position, for states that hold nothing else; False: the
-        state holds more (replicas, a temperature), and the sampler cannot move one block of
-        a composed sampler.
+    refresh : bool
+        True (default): the kernel state holds nothing but what ``kernel_init`` makes from a
+        position, so :class:`~gradmc.base.BoundSampler`'s ``refresh`` is ``kernel_init`` at the
+        new position; False: the state holds more (replicas, a temperature), and the sampler
+        cannot be moved from outside (one block of a composed sampler, the discrete fallback).
     """
     read = position or (lambda state: state.position)
-    if refresh is True:
-        refresh = lambda key, state: kernel_init(key, read(state))  # noqa: E731
 
-    def refresh_state(key, state):
+    def refresh_state(key, state, position):
         if isinstance(state, WarmupState):
-            return state._replace(kernel=refresh(key, state.kernel))
-        return refresh(key, state)
+            return state._replace(kernel=kernel_init(key, position))
+        return kernel_init(key, position)
 
     def step(key, state, params):
         state, info = kernel(key, state, **params)
@@ -297,10 +295,10 @@ def bind_two_phase(
     def position(state):
         return warmup.position(state.state) if isinstance(state, _WarmingUp) else state.position
 
-    def refresh(key, state):
+    def refresh(key, state, position):
         if isinstance(state, _WarmingUp):
-            return _WarmingUp(warmup.refresh(key, state.state))
-        return kernel_init(key, state.position)
+            return _WarmingUp(warmup.refresh(key, state.state, position))
+        return kernel_init(key, position)
 
     return BoundSampler(
         name,

@@ -511,7 +511,7 @@ def gad_sampler(
         init=lambda key, position: gad.adaptive_init(position, logdensity_fn, L0, beta0, G0),
         step=warmup_step,
         position=lambda astate: astate.state.position,
-        refresh=lambda key, astate: astate._replace(state=gad.init(astate.state.position, logdensity_fn)),
+        refresh=lambda key, astate, position: astate._replace(state=gad.init(position, logdensity_fn)),
     )
     kernel_init = mala.init if langevin else rwm.init
     return bind_two_phase(

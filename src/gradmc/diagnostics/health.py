@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from gradmc.base import RunWarning
+from gradmc.base import FALLBACK, RunWarning
 from gradmc.diagnostics._common import arviz
 from gradmc.registry import Entry, Tuned, samplers
 from gradmc.variables import entry_name
@@ -488,6 +488,19 @@ def _stuck(trace: Trace, frozen: np.ndarray | None) -> tuple[list[str], np.ndarr
     ], stuck
 
 
+_FALLBACK_LINE = (
+    "its gradient proposal froze in warm-up (the chains moved in under 1% of the steps judged), so from the "
+    "middle of the warm-up on every step added a single-site Metropolis move, which is what moved the chains "
+    "(params['fallback']): the gradient misjudges this log density's changes (far from linear in the discrete "
+    "entries). 'gibbs' moves by exact conditionals at a lower cost per step"
+)
+
+
+def _fell_back(trace: Trace) -> bool:
+    """Whether the run's discrete sampler switched on its fallback move (:mod:`gradmc.discrete.fallback`)."""
+    return isinstance(trace.params, dict) and bool(np.any(np.asarray(trace.params.get(FALLBACK, False))))
+
+
 def _transitions(trace: Trace, judged: _Judged) -> list[str]:
     """Divergent transitions and non-finite proposals in the kept draws."""
     found = []
@@ -691,6 +704,8 @@ def run_warnings(trace: Trace, entry: Entry | None = None) -> list[str]:
     """
     judged = _Judged.of(trace, entry)
     found, failed = _adaptation(trace, judged)
+    if _fell_back(trace):  # the tuned proposal failed: one line says so, and what moved the chains
+        found, failed = [_FALLBACK_LINE], np.ones_like(failed)
     draws = _kept(trace)
     frozen = None
     if draws is not None:

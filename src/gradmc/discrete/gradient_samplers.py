@@ -13,6 +13,7 @@ kernel module and the options that set it (:func:`gradmc.registry.algorithm`).
 
 from __future__ import annotations
 
+import functools
 import warnings
 from types import ModuleType
 
@@ -26,6 +27,7 @@ from gradmc.base import RunWarning, Target
 from gradmc.checks import check_positive_param, check_symmetric
 from gradmc.curvature.pavg_model import make_preconditioner
 from gradmc.discrete import avg, block_gibbs, ncg, ordinal_ncg, pavg
+from gradmc.discrete.fallback import with_fallback
 from gradmc.discrete.proposals import check_space, stats
 from gradmc.registry import Tuned, register_sampler
 
@@ -45,9 +47,24 @@ __all__ = [
 ]
 
 
-def register_discrete(name: str, description: str, **declarations):
-    """``register_sampler(name, description, kind="discrete", **declarations)``."""
-    return register_sampler(name, description, kind="discrete", **declarations)
+def register_discrete(name: str, description: str, *, gradient: bool = True, **declarations):
+    """``register_sampler(name, description, kind="discrete", **declarations)``; a sampler
+    whose proposal uses the gradient (``gradient``) gets the fallback move of
+    :mod:`gradmc.discrete.fallback` for a proposal that freezes.
+    """
+    register = register_sampler(name, description, kind="discrete", **declarations)
+    if not gradient:
+        return register
+
+    def decorate(build):
+        @functools.wraps(build)
+        def build_with_fallback(target: Target, num_warmup: int, **options):
+            return with_fallback(build(target, num_warmup, **options), target, num_warmup)
+
+        register(build_with_fallback)
+        return build
+
+    return decorate
 
 
 def step_size_stats(state, info, params):
@@ -319,6 +336,7 @@ def build_pavg(
 @register_discrete(
     "block-gibbs",
     "exact auxiliary-variable block Gibbs for quadratic log densities (Martens & Sutskever 2010; PAVG with the true M)",
+    gradient=False,
     kernel=block_gibbs,
     kernel_options=("M", "step_size"),
 )

@@ -207,6 +207,7 @@ def _kept_move_scale(scale, space: DiscreteSpace):
     tuned=(Tuned("move_scale"),),
     kernel=uniform,
     kernel_options=("radius", "move_probability"),
+    gradient=False,
 )
 def build_mh_uniform(
     target: Target,
@@ -284,6 +285,7 @@ def build_mh_uniform(
     "single-site Gibbs from exact full conditionals, random or systematic scan (one coordinate per step)",
     kernel=gibbs,
     kernel_options=("scan",),
+    gradient=False,
 )
 def build_gibbs(target: Target, num_warmup: int, scan: str = "random"):
     """Single-site Gibbs (:mod:`gradmc.discrete.gibbs`). One step = one coordinate update
@@ -315,6 +317,7 @@ def build_gibbs(target: Target, num_warmup: int, scan: str = "random"):
     "plate-gibbs",
     "blocked Gibbs for conditionally independent discrete sites (a NumPyro plate of labels): every site drawn "
     "from its exact conditional at once",
+    gradient=False,
 )
 def build_plate_gibbs(target: Target, num_warmup: int):
     """Blocked Gibbs (:mod:`gradmc.discrete.plate_gibbs`) on a target that gives its site terms
@@ -358,6 +361,7 @@ def build_plate_gibbs(target: Target, num_warmup: int):
     tuned=(Tuned("radius"),),
     kernel=lattice_metropolis,
     kernel_options=("radius",),
+    gradient=False,
 )
 def build_lattice_metropolis(
     target: Target, num_warmup: int, radius=2, adapt="dual_averaging", target_accept=SINGLE_SITE_ACCEPT
