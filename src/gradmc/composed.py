@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.base import BoundSampler, Sampler, Target, step_stats
+from gradmc.discrete import ffbs
 from gradmc.discrete.plate_gibbs import SITE_TERMS
 from gradmc.registry import sampler as registered_sampler
 from gradmc.registry import sampler_entry
@@ -49,7 +50,11 @@ DISCRETE_STEPS = 10
 # what "auto" runs on a block of each kind of space
 _AUTO_CHOICE = {Real: "nuts", Binary: "ncg", Spin: "ncg", Categorical: "ncg", Ordinal: "ordinal-ncg"}
 FLAT_CHOICE = "gibbs"  # "auto" on a discrete block without a gradient (flat_parts)
-PLATE_CHOICE = "plate-gibbs"  # the same, where the target gives the block's site terms (a plate of sites)
+PLATE_CHOICE = "plate-gibbs"  # "auto" where the target gives the block's site terms (a plate of independent sites)
+CHAIN_CHOICE = "ffbs"  # "auto" on categorical sites coupled in a chain (chain_parts): an HMM's states
+#: Samplers whose one step draws the whole block from its conditional (exactly, or in the
+#: chain's case exactly when the log density is quadratic in it): one step per sweep.
+WHOLE_BLOCK_DRAWS = frozenset({PLATE_CHOICE, CHAIN_CHOICE})
 
 
 def auto_sampler(space: Space) -> str:
@@ -58,8 +63,9 @@ def auto_sampler(space: Space) -> str:
     log density is linear in a block's 0/1 or one-hot entries given the rest (a mixture's
     assignments, George & McCulloch's spike and slab), NCG's first-order proposal is the
     sites' exact conditionals, all moved at once; docs/mixed-models.md has the runs behind
-    these choices. A block without a gradient gets ``"plate-gibbs"`` or single-site
-    ``"gibbs"`` instead (:func:`blocks`).
+    these choices. Within a mixed target (:func:`blocks`), a plate of sites independent given
+    the rest gets ``"plate-gibbs"``, a block without a gradient single-site ``"gibbs"``, and
+    categorical sites coupled in a chain ``"ffbs"``.
 
     Parameters
     ----------
@@ -126,7 +132,7 @@ def _as_block_sampler(choice, space: Space, label: str) -> tuple[Sampler, int]:
     ``"auto"`` or a ``gradmc.sampler(...)``, or a pair of one and the steps), checked to
     sample ``space``.
     """
-    steps = DISCRETE_STEPS if space.is_discrete else 1
+    steps = None
     if isinstance(choice, tuple) and not isinstance(choice, Sampler):
         if len(choice) != 2 or isinstance(choice[1], bool) or not isinstance(choice[1], int) or choice[1] < 1:
             raise ValueError(
@@ -139,6 +145,8 @@ def _as_block_sampler(choice, space: Space, label: str) -> tuple[Sampler, int]:
         raise TypeError(
             f"the sampler of {label!r} must be a name or a gradmc.sampler(...), got {type(choice).__name__}"
         )
+    if steps is None:
+        steps = 1 if not space.is_discrete or choice.name in WHOLE_BLOCK_DRAWS else DISCRETE_STEPS
     kind = "discrete" if space.is_discrete else "continuous"
     entry_kind = sampler_entry(choice.name).kind
     if entry_kind not in ("any", kind):
@@ -165,6 +173,41 @@ def flat_parts(target: Target) -> set[str]:
     return {name for name in space.discrete_parts if not np.any(gradient[space.slices[name]])}
 
 
+#: A categorical part is a chain when the Hessian's entries beyond neighbouring sites are below
+#: this share of the whole (a random Hessian-vector product): rounding, not a coupling.
+CHAIN_TOLERANCE = 1e-4
+
+
+def chain_parts(target: Target) -> set[str]:
+    """The categorical parts of ``target``'s Product space, of three or more sites, in which its
+    log density at a start couples each site with its neighbours and with no other
+    (:func:`gradmc.discrete.ffbs.coupling_outside_chain`): an HMM's states.
+
+    Parameters
+    ----------
+    target : Target
+        A target on a :class:`~gradmc.spaces.Product` space.
+    """
+    space = target.space
+    start = target.draw_initial(jax.random.key(0))
+    found = set()
+    for name in space.discrete_parts:
+        part = space.parts[name]
+        if not isinstance(part, Categorical) or part.d < 3:
+            continue
+        where = space.slices[name]
+
+        def conditional(x, where=where):
+            return target.logdensity_fn(start.at[where].set(jnp.ravel(x)))
+
+        at = jnp.reshape(start[where], part.event_shape)
+        outside, whole = jax.jit(ffbs.coupling_outside_chain, static_argnums=0)(conditional, at, jax.random.key(1))
+        pairwise = jax.jit(ffbs.chain_model, static_argnums=0)(conditional, at).pairwise
+        if float(outside) <= CHAIN_TOLERANCE * float(whole) and bool(jnp.any(pairwise != 0)):
+            found.add(name)
+    return found
+
+
 def _site_terms(target: Target) -> Mapping[str, Callable]:
     """The parts of ``target`` whose site terms it gives (``metadata["site_terms"]``, a dict
     from a part's name to ``terms(full position) -> (size of the part,)``).
@@ -174,7 +217,11 @@ def _site_terms(target: Target) -> Mapping[str, Callable]:
 
 
 def blocks(
-    space: Product, choice, flat: Callable[[], set[str]] | None = None, plates: frozenset[str] = frozenset()
+    space: Product,
+    choice,
+    flat: Callable[[], set[str]] | None = None,
+    plates: frozenset[str] = frozenset(),
+    chains: Callable[[], set[str]] | None = None,
 ) -> list[Block]:
     """The blocks of ``space`` and their samplers.
 
@@ -183,9 +230,11 @@ def blocks(
     to a pair ``(sampler, steps)`` of it and its kernel steps per sweep (default
     :data:`DISCRETE_STEPS` on discrete blocks, 1 on real ones); parts not named get
     ``"auto"``, all real parts together and each discrete part alone. ``"auto"`` on a
-    discrete block all of whose parts ``flat()`` names (:func:`flat_parts`) is single-site
-    ``"gibbs"``, whose exact conditionals need no gradient, or ``"plate-gibbs"``, all sites at
-    once, for a part in ``plates`` (whose site terms the target gives).
+    discrete part is ``"plate-gibbs"``, all sites drawn from their exact conditionals at once,
+    for a part in ``plates`` (whose site terms the target gives); single-site ``"gibbs"``,
+    whose exact conditionals need no gradient, for a part ``flat()`` names
+    (:func:`flat_parts`); ``"ffbs"`` for categorical sites coupled in a chain, which
+    ``chains()`` names (:func:`chain_parts`); otherwise :func:`auto_sampler`'s.
 
     Parameters
     ----------
@@ -225,8 +274,14 @@ def blocks(
         label = "+".join(parts)
         joint = _joint_space(space, parts)
         index = np.concatenate([np.arange(space.slices[name].start, space.slices[name].stop) for name in parts])
-        if value == AUTO and joint.is_discrete and flat is not None and set(parts) <= flat():
-            value = PLATE_CHOICE if len(parts) == 1 and parts[0] in plates else FLAT_CHOICE
+        if value == AUTO and joint.is_discrete:
+            single = parts[0] if len(parts) == 1 else None
+            if single in plates:
+                value = PLATE_CHOICE
+            elif flat is not None and set(parts) <= flat():
+                value = FLAT_CHOICE
+            elif single is not None and chains is not None and single in chains():
+                value = CHAIN_CHOICE
         result.append(Block(label, parts, joint, index, *_as_block_sampler(value, joint, label)))
     return result
 
@@ -367,7 +422,13 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     choice : str, Sampler or dict
         What moves which parts (:func:`blocks`).
     """
-    layout = blocks(target.space, choice, functools.cache(lambda: flat_parts(target)), frozenset(_site_terms(target)))
+    layout = blocks(
+        target.space,
+        choice,
+        functools.cache(lambda: flat_parts(target)),
+        frozenset(_site_terms(target)),
+        functools.cache(lambda: chain_parts(target)),
+    )
     name = ", ".join(f"{block.label}={block.sampler.name}" for block in layout)
     options = {
         block.label: {"sampler": block.sampler.name, "steps": block.steps, **block.sampler.options} for block in layout

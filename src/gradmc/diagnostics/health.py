@@ -496,9 +496,14 @@ _FALLBACK_LINE = (
 )
 
 
-def _fell_back(trace: Trace) -> bool:
-    """Whether the run's discrete sampler switched on its fallback move (:mod:`gradmc.discrete.fallback`)."""
-    return isinstance(trace.params, dict) and bool(np.any(np.asarray(trace.params.get(FALLBACK, False))))
+def _warmup(trace: Trace, judged: _Judged) -> tuple[list[str], np.ndarray]:
+    """What went wrong in warm-up, and the mask of its chains: a discrete sampler that switched
+    on its fallback move (:mod:`gradmc.discrete.fallback`) gets one line saying so, in place of
+    the adaptation checks of the proposal that froze; any other, :func:`_adaptation`'s.
+    """
+    found, failed = _adaptation(trace, judged)
+    fell_back = isinstance(trace.params, dict) and np.any(np.asarray(trace.params.get(FALLBACK, False)))
+    return ([_FALLBACK_LINE], np.ones_like(failed)) if fell_back else (found, failed)
 
 
 def _transitions(trace: Trace, judged: _Judged) -> list[str]:
@@ -675,7 +680,7 @@ def _block_problems(trace: Trace) -> list[str]:
     found = []
     for label, view, entry in _block_views(trace):
         judged = _Judged.of(view, entry)
-        lines, failed = _adaptation(view, judged)
+        lines, failed = _warmup(view, judged)
         stuck_lines, stuck = _stuck(view, None)
         lines += stuck_lines + _acceptance(view, judged, failed | stuck)
         found += [f"block {label} ({trace.options[label]['sampler']}): {line}" for line in lines]
@@ -703,9 +708,7 @@ def run_warnings(trace: Trace, entry: Entry | None = None) -> list[str]:
         One line per problem.
     """
     judged = _Judged.of(trace, entry)
-    found, failed = _adaptation(trace, judged)
-    if _fell_back(trace):  # the tuned proposal failed: one line says so, and what moved the chains
-        found, failed = [_FALLBACK_LINE], np.ones_like(failed)
+    found, failed = _warmup(trace, judged)
     draws = _kept(trace)
     frozen = None
     if draws is not None:

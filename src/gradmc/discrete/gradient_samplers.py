@@ -26,10 +26,11 @@ from gradmc.adapt.warmup import bind, step_size_sampler
 from gradmc.base import RunWarning, Target
 from gradmc.checks import check_positive_param, check_symmetric
 from gradmc.curvature.pavg_model import make_preconditioner
-from gradmc.discrete import avg, block_gibbs, ncg, ordinal_ncg, pavg
+from gradmc.discrete import avg, block_gibbs, ffbs, ncg, ordinal_ncg, pavg
 from gradmc.discrete.fallback import with_fallback
 from gradmc.discrete.proposals import check_space, stats
 from gradmc.registry import Tuned, register_sampler
+from gradmc.spaces import Categorical
 
 __all__ = [
     "TARGET_ACCEPT",
@@ -44,6 +45,7 @@ __all__ = [
     "build_avg",
     "build_pavg",
     "build_block_gibbs",
+    "build_ffbs",
 ]
 
 
@@ -367,4 +369,35 @@ def build_block_gibbs(target: Target, num_warmup: int, M=None, step_size=1.0):
         lambda key, state, step_size: kernel(key, state, target.logdensity_fn, space, precond),
         {"step_size": step_size},
         step_size_stats,
+    )
+
+
+@register_discrete(
+    "ffbs",
+    "forward filtering-backward sampling of a chain of categorical sites (an HMM's states) from the log density's "
+    "second-order model, with an MH test; an exact block Gibbs draw where it is quadratic in the one-hot rows",
+    kernel=ffbs,
+)
+def build_ffbs(target: Target, num_warmup: int):
+    """FFBS (:mod:`gradmc.discrete.ffbs`); nothing is tuned. A step costs the proposal's log
+    density and gradient and twice 3K + 1 Hessian-vector products (about two gradients each).
+
+    Parameters
+    ----------
+    target : Target
+        A target on a Categorical space of two or more sites.
+    num_warmup : int
+        Warm-up steps (plain kernel steps).
+    """
+    space = check_space(target, "ffbs")
+    if not isinstance(space, Categorical) or space.d < 2:
+        raise ValueError(f"ffbs draws a chain of categorical sites; target {target.name!r} lives on {space}")
+    kernel = ffbs.build_kernel()
+    cost = 1 + 4 * (3 * space.k + 1)
+    return bind(
+        "ffbs",
+        lambda key, position: ffbs.init(position, target.logdensity_fn),
+        lambda key, state: kernel(key, state, target.logdensity_fn, space),
+        {},
+        lambda state, info, params: stats(state, info, num_grad_evals=cost),
     )

@@ -1,0 +1,233 @@
+"""Forward filtering–backward sampling of a chain of categorical sites (an HMM's hidden states),
+from the log density's second-order model.
+
+On a Categorical(K, T) position z (one-hot rows z_t), write the second-order expansion of f at
+the current z as f(z') ≈ c + Σ_t [b_t(z'_t) + ½ H_tt(z'_t, z'_t)] + Σ_t H_{t−1,t}(z'_{t−1}, z'_t),
+with g = ∇f(z), H = ∇²f(z) and b = g − Hz (for one-hot rows z'_tᵀ A z'_t = A(z'_t, z'_t)). When
+H couples each site only to its neighbours, this is a chain: unary terms
+u_t(a) = b_t(a) + ½ H_tt(a, a) and pairwise terms W_t(a, b) = H_{t−1,t}(a, b), and the
+distribution q(z') ∝ exp(Σ_t u_t(z'_t) + Σ_t W_t(z'_{t−1}, z'_t)) is drawn exactly by forward
+filtering–backward sampling (Frühwirth-Schnatter 1994; Carter & Kohn 1994), which also gives
+its normaliser. The H blocks come from 3K Hessian-vector products: the sites t ≡ r (mod 3)
+of one category k are probed together, since a site's column of a neighbour-coupled H has no
+rows in common with another's three sites away.
+
+The draw is a Metropolis–Hastings proposal, with the reverse move scored under the model at
+the proposal: log r = f(z') − f(z) + log q_{z'}(z) − log q_z(z'). Where f is quadratic in the
+one-hot rows (an HMM's log joint in its states: emissions linear, transitions bilinear) the
+model is f itself, and the kernel is an exact block Gibbs draw of all T states at once (the
+proposals it draws are all accepted). Where f is far from quadratic the model may give
+states of the target next to no probability, and a chain of model draws alone could stay in
+part of the space; so a share :data:`DEFENSIVE_SHARE` of the proposals changes one uniformly
+chosen site to a uniformly chosen other value instead, and both moves are scored by the
+mixture q = (1 − ρ) q_model + ρ q_site (a defensive mixture, Hesterberg 1995), which reaches
+every state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from blackjax.base import build_sampling_algorithm
+
+from gradmc.base import SamplingAlgorithm
+from gradmc.discrete import proposals
+from gradmc.discrete.proposals import DiscreteInfo, DiscreteState
+from gradmc.spaces import Categorical
+
+__all__ = [
+    "ChainModel",
+    "DiscreteInfo",
+    "init",
+    "chain_model",
+    "coupling_outside_chain",
+    "sample_chain",
+    "chain_logprob",
+    "build_kernel",
+    "as_top_level_api",
+]
+
+init = proposals.init
+
+#: ρ, the share of proposals that change one site (see the module doc).
+DEFENSIVE_SHARE = 0.05
+
+
+class ChainModel(NamedTuple):
+    """The chain of a second-order model: ``unary`` (T, K) and ``pairwise`` (T − 1, K, K), where
+    ``pairwise[t − 1][a, b]`` couples site t − 1 at a with site t at b.
+    """
+
+    unary: jax.Array
+    pairwise: jax.Array
+
+
+def _hessian_columns(logdensity_fn: Callable, position):
+    """``(g, Hz, probes)``: the gradient, H times the position, and H times the 3K probes
+    (sites t ≡ r mod 3 of category k), shaped (3, K, T, K).
+    """
+    t, k = position.shape
+    grad_fn = jax.grad(logdensity_fn)
+
+    def hvp(v):
+        return jax.jvp(grad_fn, (position,), (v,))[1]
+
+    rows = (jnp.arange(t)[None, :] % 3) == jnp.arange(3)[:, None]  # (3, T)
+    probes = rows[:, None, :, None] & (jnp.arange(k)[None, :, None, None] == jnp.arange(k)[None, None, None, :])
+    probes = probes.astype(position.dtype)  # (3, K, T, K)
+    columns = jax.vmap(jax.vmap(hvp))(probes)
+    gradient, hz = jax.jvp(grad_fn, (position,), (position,))
+    return gradient, hz, columns
+
+
+def chain_model(logdensity_fn: Callable, position) -> ChainModel:
+    """The :class:`ChainModel` of f's second-order expansion at ``position`` (module doc).
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        f on (T, K) one-hot positions, differentiable twice.
+    position : jax.Array
+        The current position, (T, K) one-hot rows.
+    """
+    t = position.shape[0]
+    gradient, hz, columns = _hessian_columns(logdensity_fn, position)
+    site = jnp.arange(t)
+    # columns[r, k, s, j] = Σ_{t ≡ r} H[(s, j), (t, k)]: site t's own block, and its upper neighbour's
+    own = columns[site % 3, :, site, :]  # (T, K_col, K_row): H_tt(row, col)
+    diagonal = jnp.diagonal(own, axis1=1, axis2=2)
+    upper = columns[site[1:] % 3, :, site[1:] - 1, :]  # (T − 1, K_col = b at t, K_row = a at t − 1)
+    return ChainModel(gradient - hz + 0.5 * diagonal, jnp.swapaxes(upper, 1, 2))
+
+
+def coupling_outside_chain(logdensity_fn: Callable, position, key) -> tuple[jax.Array, jax.Array]:
+    """``(outside, inside)``: the size of H v beyond what the chain's blocks of H give, and of
+    H v itself, for a random v; ``outside`` ≈ 0 when f couples each site only to its neighbours.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        f on (T, K) one-hot positions.
+    position : jax.Array
+        Where H is taken.
+    key : jax.Array
+        Key of the random v.
+    """
+    t = position.shape[0]
+    _, _, columns = _hessian_columns(logdensity_fn, position)
+    site = jnp.arange(t)
+    own = columns[site % 3, :, site, :]  # [t, col, row]
+    upper = columns[site[1:] % 3, :, site[1:] - 1, :]  # [t, col at t, row at t − 1]
+    v = jax.random.normal(key, position.shape, position.dtype)
+    exact = jax.jvp(jax.grad(logdensity_fn), (position,), (v,))[1]
+    chain = jnp.einsum("tcr,tc->tr", own, v)
+    chain = chain.at[:-1].add(jnp.einsum("tcr,tc->tr", upper, v[1:]))  # row t − 1 from column t
+    chain = chain.at[1:].add(jnp.einsum("tcr,tr->tc", upper, v[:-1]))  # row t from column t − 1 (symmetry)
+    return jnp.linalg.norm(exact - chain), jnp.linalg.norm(exact)
+
+
+def _forward(model: ChainModel):
+    """Forward filtering: α_t (T, K) of the chain's log potentials, and log Z."""
+
+    def step(alpha, inputs):
+        unary, pairwise = inputs
+        alpha = unary + jax.nn.logsumexp(alpha[:, None] + pairwise, axis=0)
+        return alpha, alpha
+
+    last, alphas = jax.lax.scan(step, model.unary[0], (model.unary[1:], model.pairwise))
+    return jnp.concatenate([model.unary[:1], alphas]), jax.nn.logsumexp(last)
+
+
+def sample_chain(key, model: ChainModel) -> tuple[jax.Array, jax.Array]:
+    """``(states, log q(states))``: one exact draw of the chain by forward filtering–backward
+    sampling, with its normalised log-probability.
+
+    Parameters
+    ----------
+    key : jax.Array
+        Key of the draw.
+    model : ChainModel
+        The chain.
+    """
+    alphas, log_z = _forward(model)
+    keys = jax.random.split(key, alphas.shape[0])
+    last = jax.random.categorical(keys[-1], alphas[-1])
+
+    def step(after, inputs):
+        alpha, pairwise, key = inputs
+        state = jax.random.categorical(key, alpha + pairwise[:, after])
+        return state, state
+
+    _, states = jax.lax.scan(step, last, (alphas[:-1], model.pairwise, keys[:-1]), reverse=True)
+    states = jnp.append(states, last)
+    return states, chain_logprob(states, model, log_z)
+
+
+def chain_logprob(states, model: ChainModel, log_z=None) -> jax.Array:
+    """The log-probability q(states) under the chain (its normaliser by forward filtering unless given).
+
+    Parameters
+    ----------
+    states : jax.Array
+        (T,) category indices.
+    model : ChainModel
+        The chain.
+    log_z : jax.Array, optional
+        Its log normaliser.
+    """
+    if log_z is None:
+        log_z = _forward(model)[1]
+    t = jnp.arange(states.shape[0])
+    energy = jnp.sum(model.unary[t, states]) + jnp.sum(model.pairwise[t[:-1], states[:-1], states[1:]])
+    return energy - log_z
+
+
+def _mixture_logprob(states, model: ChainModel, log_z, start, k: int):
+    """The log-probability q(states | start) of the defensive mixture: the chain model, or one site changed."""
+    one_site = jnp.sum(states != start) == 1
+    log_site = jnp.where(one_site, -jnp.log(states.shape[0] * (k - 1.0)), -jnp.inf)
+    return jnp.logaddexp(
+        jnp.log1p(-DEFENSIVE_SHARE) + chain_logprob(states, model, log_z), jnp.log(DEFENSIVE_SHARE) + log_site
+    )
+
+
+def _one_site_changed(key, states, k: int):
+    key_site, key_value = jax.random.split(key)
+    site = jax.random.randint(key_site, (), 0, states.shape[0])
+    return states.at[site].set((states[site] + 1 + jax.random.randint(key_value, (), 0, k - 1)) % k)
+
+
+def build_kernel():
+    """``kernel(key, state, logdensity_fn, space) -> (DiscreteState, DiscreteInfo)``."""
+
+    def kernel(rng_key, state: DiscreteState, logdensity_fn: Callable, space: Categorical):
+        key_draw, key_site, key_choice, key_mh = jax.random.split(rng_key, 4)
+        current = space.to_index(state.position)
+        forward = chain_model(logdensity_fn, state.position)
+        drawn, _ = sample_chain(key_draw, forward)
+        states = jnp.where(
+            jax.random.uniform(key_choice) < DEFENSIVE_SHARE, _one_site_changed(key_site, current, space.k), drawn
+        )
+        proposed = init(space.from_index(states).astype(state.position.dtype), logdensity_fn)
+        reverse = chain_model(logdensity_fn, proposed.position)
+        log_forward = _mixture_logprob(states, forward, _forward(forward)[1], current, space.k)
+        log_reverse = _mixture_logprob(current, reverse, _forward(reverse)[1], states, space.k)
+        return proposals.metropolis(key_mh, state, proposed, log_reverse - log_forward)
+
+    return kernel
+
+
+def as_top_level_api(logdensity_fn: Callable, space: Categorical) -> SamplingAlgorithm:
+    """BlackJAX-style ``SamplingAlgorithm`` of the FFBS kernel.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The target's log density f on (T, K) one-hot positions.
+    space : gradmc.spaces.Categorical
+        The target's space.
+    """
+    return build_sampling_algorithm(build_kernel(), init, logdensity_fn, kernel_args=(space,))

@@ -1,0 +1,144 @@
+"""Forward filtering–backward sampling of a chain of categorical sites (gradmc.discrete.ffbs):
+its chain model is exact on a log density quadratic in the one-hot rows, its draws follow the
+exact distribution (an enumeration of 3^4 states, a TV bound from the run's ESS), its MH test
+makes it exact where the model is not, and "auto" gives it an HMM's states.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+import gradmc
+from gradmc.base import Target
+from gradmc.diagnostics.ess import geyer_ess
+from gradmc.discrete import ffbs
+from gradmc.spaces import Categorical
+
+T, K = 4, 3
+SPACE = Categorical(K, T)
+STATES = np.array(list(itertools.product(range(K), repeat=T)))
+_rng = np.random.default_rng(0)
+UNARY = jnp.asarray(_rng.normal(size=(T, K)), jnp.float32)
+PAIRWISE = jnp.asarray(_rng.normal(size=(T - 1, K, K)), jnp.float32)
+WAVE = jnp.asarray(_rng.normal(size=(T - 1, K, K)), jnp.float32)
+
+
+def quadratic_chain(z):
+    """An HMM's log joint in its states: linear emissions, bilinear transitions."""
+    return jnp.sum(UNARY * z) + jnp.einsum("ta,tab,tb->", z[:-1], PAIRWISE, z[1:])
+
+
+def wavy_chain(z):
+    """Still a chain (each term couples neighbours only), but not quadratic: the model is a proposal."""
+    return quadratic_chain(z) + 0.5 * jnp.sum(jnp.cos(jnp.einsum("ta,tab,tb->t", z[:-1], WAVE, z[1:])))
+
+
+def exact_logprobs(logdensity_fn):
+    positions = jax.vmap(SPACE.from_index)(jnp.asarray(STATES)).astype(jnp.float32)
+    logp = np.asarray(jax.vmap(logdensity_fn)(positions), np.float64)
+    return logp - np.logaddexp.reduce(logp)
+
+
+def test_the_chain_model_of_a_quadratic_log_density_is_the_distribution_itself():
+    position = SPACE.from_index(jnp.asarray(STATES[17])).astype(jnp.float32)
+    model = ffbs.chain_model(quadratic_chain, position)
+    logq = np.asarray(jax.vmap(lambda s: ffbs.chain_logprob(s, model))(jnp.asarray(STATES)))
+    np.testing.assert_allclose(logq, exact_logprobs(quadratic_chain), atol=1e-4)
+
+
+def test_coupling_beyond_neighbours_is_seen():
+    position = SPACE.from_index(jnp.asarray(STATES[17])).astype(jnp.float32)
+    inside = ffbs.coupling_outside_chain(quadratic_chain, position, jax.random.key(0))
+    outside = ffbs.coupling_outside_chain(lambda z: quadratic_chain(z) + z[0] @ z[2], position, jax.random.key(0))
+    assert inside[0] < 1e-4 * inside[1]
+    assert outside[0] > 0.1 * outside[1]
+
+
+def _run(logdensity_fn, kernel=None, num_chains=16, num_draws=2500):
+    """Chains of the FFBS kernel (or ``kernel``), as state indices (chain, draw) and acceptance."""
+    kernel = kernel or ffbs.build_kernel()
+    start = SPACE.from_index(jnp.zeros(T, jnp.int32)).astype(jnp.float32)
+
+    def chain(key):
+        def step(state, key):
+            state, info = kernel(key, state, logdensity_fn, SPACE)
+            return state, (SPACE.to_index(state.position), info.acceptance_rate)
+
+        return jax.lax.scan(step, ffbs.init(start, logdensity_fn), jax.random.split(key, num_draws))[1]
+
+    index, accept = jax.jit(jax.vmap(chain))(jax.random.split(jax.random.key(3), num_chains))
+    return (np.asarray(index) * K ** np.arange(T)[::-1]).sum(-1), np.asarray(accept)
+
+
+def _tv_and_bound(ids, logp, alpha=0.01):
+    """TV to exp(logp) and a bound a correct kernel exceeds with probability ≤ α (union bound
+    over the states of per-state z-tests whose standard errors come from each indicator's ESS).
+    """
+    probs = np.exp(logp)
+    m = probs.size
+    p_hat = np.bincount(ids.ravel(), minlength=m) / ids.size
+    ess = np.array([np.nansum(geyer_ess((ids == x).astype(np.float64))) for x in range(m)])
+    ess = np.where(ess > 0, ess, ids.size)
+    z = norm.ppf(1 - alpha / (2 * m))
+    return 0.5 * np.abs(p_hat - probs).sum(), 0.5 * z * np.sqrt(probs * (1 - probs) / ess).sum()
+
+
+def test_exact_on_a_quadratic_chain():
+    ids, accept = _run(quadratic_chain)
+    # the model is the target (the first test): only moves scored by the defensive mixture's
+    # one-site part, the 5 % of one-site changes and draws that differ in one site, can be refused
+    assert accept.mean() > 0.8
+    tv, bound = _tv_and_bound(ids, exact_logprobs(quadratic_chain))
+    assert tv < bound, (tv, bound)
+
+
+def test_exact_on_a_chain_that_is_not_quadratic():
+    ids, accept = _run(wavy_chain)
+    assert accept.mean() < 0.99  # the MH test is at work
+    tv, bound = _tv_and_bound(ids, exact_logprobs(wavy_chain))
+    assert tv < bound, (tv, bound)
+
+
+def test_without_the_reverse_move_the_bound_fails():
+    """The test above has power: proposals accepted as if the model were exact miss the target."""
+
+    def uncorrected(key, state, logdensity_fn, space):
+        states, _ = ffbs.sample_chain(key, ffbs.chain_model(logdensity_fn, state.position))
+        proposed = ffbs.init(space.from_index(states).astype(state.position.dtype), logdensity_fn)
+        return proposed, ffbs.DiscreteInfo(1.0, True, False, 0.0, 0.0)
+
+    ids, _ = _run(wavy_chain, kernel=uncorrected)
+    tv, bound = _tv_and_bound(ids, exact_logprobs(wavy_chain))
+    assert tv > bound, (tv, bound)
+
+
+def test_auto_gives_ffbs_to_an_hmm_states_and_it_recovers_them():
+    rng = np.random.default_rng(2)
+    n, centres = 60, np.array([-2.0, 2.0], np.float32)
+    states = np.repeat([0, 1, 0], n // 3)
+    y = jnp.asarray(centres[states] + 0.7 * rng.normal(size=n), jnp.float32)
+    log_a = jnp.log(jnp.asarray([[0.9, 0.1], [0.1, 0.9]], jnp.float32))
+
+    def log_density(x):
+        mu, z = x["mu"], x["z"]
+        emissions = jnp.sum(z * (-0.5 * ((y[:, None] - mu) / 0.7) ** 2))
+        return -0.5 * jnp.sum((mu - centres) ** 2) + jnp.sum((z[:-1] @ log_a) * z[1:]) + emissions
+
+    init = {"mu": jnp.asarray(centres), "z": jax.nn.one_hot(np.zeros(n, int), 2)}
+    target = gradmc.from_function(log_density, init=init, space={"z": Categorical(2, n)}, name="hmm")
+    trace = gradmc.sample(target, "auto", num_chains=2, num_warmup=200, num_draws=300, seed=0, progress=False)
+    assert trace.sampler == "mu=nuts, z=ffbs"
+    z = np.asarray(trace.posterior()["z"]).reshape(-1, n)
+    assert np.mean(z == states) > 0.95
+
+
+def test_refuses_a_space_it_cannot_move():
+    target = Target("flat", lambda s: jnp.sum(s), gradmc.spaces.Binary(4))
+    with pytest.raises(ValueError, match="ffbs"):
+        gradmc.sample(target, "ffbs", num_warmup=10, num_draws=10, progress=False)
