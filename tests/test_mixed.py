@@ -165,6 +165,34 @@ def test_one_name_moves_every_block_of_its_kind(target):
     assert [(b.label, b.sampler.name) for b in layout] == [("g", "ncg"), ("mu", "mala"), ("z", "ncg")]
 
 
+def test_one_sweep_of_single_site_gibbs_and_one_draw_of_a_whole_block(target):
+    steps = {b.label: b.steps for b in gradmc.composed.blocks(target.space, {"g": "gibbs", "z": "ncg"})}
+    assert steps == {"g": target.space.parts["g"].d, "mu": 1, "z": gradmc.composed.DISCRETE_STEPS}
+    assert {b.label: b.steps for b in gradmc.composed.blocks(target.space, {"z": "ffbs"})}["z"] == 1
+
+
+def test_auto_reads_whether_the_log_density_is_quadratic_in_a_block():
+    """Linear in the switches (NCG's proposal is their exact conditionals) against a logistic
+    likelihood of ``X @ (gamma * beta)`` (its Hessian in the switches moves from point to point).
+    """
+    rng = np.random.default_rng(0)
+    X = jnp.asarray(rng.normal(size=(20, 3)), jnp.float32)
+    y = jnp.asarray(rng.integers(0, 2, 20), jnp.float32)
+
+    def linear(x):
+        return -0.5 * jnp.sum(x["beta"] ** 2) + jnp.sum(x["gamma"] * x["beta"])
+
+    def logistic(x):
+        logits = X @ (x["gamma"] * x["beta"])
+        return -0.5 * jnp.sum(x["beta"] ** 2) + jnp.sum(y * logits - jnp.logaddexp(0.0, logits))
+
+    init = {"beta": jnp.ones(3), "gamma": jnp.ones(3)}
+    for fn, curved, chosen in ((linear, set(), "ncg"), (logistic, {"gamma"}, "gibbs")):
+        t = gradmc.from_function(fn, init=init, space={"gamma": Binary(3)})
+        assert gradmc.composed.curved_parts(t) == curved
+        assert gradmc.composed.composed_sampler(t).name == f"beta=nuts, gamma={chosen}"
+
+
 # -- the "Mixed models" page: every Python example runs, with no run warning ----------------------
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "mixed-models.md"

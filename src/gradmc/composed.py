@@ -64,8 +64,9 @@ def auto_sampler(space: Space) -> str:
     assignments, George & McCulloch's spike and slab), NCG's first-order proposal is the
     sites' exact conditionals, all moved at once; docs/mixed-models.md has the runs behind
     these choices. Within a mixed target (:func:`blocks`), a plate of sites independent given
-    the rest gets ``"plate-gibbs"``, a block without a gradient single-site ``"gibbs"``, and
-    categorical sites coupled in a chain ``"ffbs"``.
+    the rest gets ``"plate-gibbs"``, a block without a gradient single-site ``"gibbs"``,
+    categorical sites coupled in a chain ``"ffbs"``, and a block in which the log density is
+    not quadratic ``"gibbs"`` again.
 
     Parameters
     ----------
@@ -127,6 +128,15 @@ def _joint_space(product: Product, parts: tuple[str, ...]) -> Space:
     return type(first)(sum(s.d for s in spaces))
 
 
+def _default_steps(name: str, space: Space) -> int:
+    """Kernel steps per sweep of a block's sampler unless told: one on a real block or for a
+    draw of the whole block; a sweep of its sites for single-site Gibbs; else :data:`DISCRETE_STEPS`.
+    """
+    if not space.is_discrete or name in WHOLE_BLOCK_DRAWS:
+        return 1
+    return space.d if name == FLAT_CHOICE else DISCRETE_STEPS
+
+
 def _as_block_sampler(choice, space: Space, label: str) -> tuple[Sampler, int]:
     """The :class:`Sampler` of a block and its steps per sweep: ``choice`` (a registered name,
     ``"auto"`` or a ``gradmc.sampler(...)``, or a pair of one and the steps), checked to
@@ -146,7 +156,7 @@ def _as_block_sampler(choice, space: Space, label: str) -> tuple[Sampler, int]:
             f"the sampler of {label!r} must be a name or a gradmc.sampler(...), got {type(choice).__name__}"
         )
     if steps is None:
-        steps = 1 if not space.is_discrete or choice.name in WHOLE_BLOCK_DRAWS else DISCRETE_STEPS
+        steps = _default_steps(choice.name, space)
     kind = "discrete" if space.is_discrete else "continuous"
     entry_kind = sampler_entry(choice.name).kind
     if entry_kind not in ("any", kind):
@@ -171,6 +181,43 @@ def flat_parts(target: Target) -> set[str]:
     start = target.draw_initial(jax.random.key(0))
     gradient = np.asarray(jax.jit(jax.grad(target.logdensity_fn))(start))
     return {name for name in space.discrete_parts if not np.any(gradient[space.slices[name]])}
+
+
+#: A part's Hessian-vector products at two points that differ by more than this share of their
+#: size tell a log density that is not quadratic in the part.
+CURVATURE_TOLERANCE = 1e-3
+
+
+def curved_parts(target: Target) -> set[str]:
+    """The discrete parts of ``target``'s Product space in which its log density is not
+    quadratic: a Hessian-vector product along a random direction of the part changes between
+    the start and the point where every site of the part takes its next value (a logistic
+    likelihood of ``X @ (gamma * beta)``, say). A first-order proposal there misjudges the
+    changes of the log density in a way no step size mends, and single-site Gibbs, which
+    evaluates them, is the safer choice.
+
+    Parameters
+    ----------
+    target : Target
+        A target on a :class:`~gradmc.spaces.Product` space.
+    """
+    space = target.space
+    start = target.draw_initial(jax.random.key(0))
+    grad_fn = jax.grad(target.logdensity_fn)
+    curvature = jax.jit(lambda x, v: jax.jvp(grad_fn, (x,), (v,))[1])
+    found = set()
+    for name in space.discrete_parts:
+        part, where = space.parts[name], space.slices[name]
+        # the second point: every site of the part moved to its next value
+        index = part.to_index(jnp.reshape(start[where], part.event_shape))
+        other = jnp.ravel(part.from_index((index + 1) % part.num_values)).astype(start.dtype)
+        direction = jnp.zeros_like(start).at[where].set(jax.random.normal(jax.random.key(2), other.shape))
+        here = np.asarray(curvature(start, direction))[where]
+        there = np.asarray(curvature(start.at[where].set(other), direction))[where]
+        size = max(np.linalg.norm(here), np.linalg.norm(there))
+        if size > 0 and np.linalg.norm(here - there) > CURVATURE_TOLERANCE * size:
+            found.add(name)
+    return found
 
 
 #: A categorical part is a chain when the Hessian's entries beyond neighbouring sites are below
@@ -222,19 +269,22 @@ def blocks(
     flat: Callable[[], set[str]] | None = None,
     plates: frozenset[str] = frozenset(),
     chains: Callable[[], set[str]] | None = None,
+    curved: Callable[[], set[str]] | None = None,
 ) -> list[Block]:
     """The blocks of ``space`` and their samplers.
 
     ``choice`` is ``"auto"``, one sampler name (for every block of its kind; ``"auto"`` for the
     rest) or a dict from a part's name, or a tuple of names moved together, to a sampler, or
     to a pair ``(sampler, steps)`` of it and its kernel steps per sweep (default
-    :data:`DISCRETE_STEPS` on discrete blocks, 1 on real ones); parts not named get
+    :func:`_default_steps`); parts not named get
     ``"auto"``, all real parts together and each discrete part alone. ``"auto"`` on a
     discrete part is ``"plate-gibbs"``, all sites drawn from their exact conditionals at once,
     for a part in ``plates`` (whose site terms the target gives); single-site ``"gibbs"``,
     whose exact conditionals need no gradient, for a part ``flat()`` names
     (:func:`flat_parts`); ``"ffbs"`` for categorical sites coupled in a chain, which
-    ``chains()`` names (:func:`chain_parts`); otherwise :func:`auto_sampler`'s.
+    ``chains()`` names (:func:`chain_parts`); ``"gibbs"`` again for a part in which the log
+    density is not quadratic, which ``curved()`` names (:func:`curved_parts`); otherwise
+    :func:`auto_sampler`'s.
 
     Parameters
     ----------
@@ -282,6 +332,8 @@ def blocks(
                 value = FLAT_CHOICE
             elif single is not None and chains is not None and single in chains():
                 value = CHAIN_CHOICE
+            elif curved is not None and set(parts) <= curved():
+                value = FLAT_CHOICE
         result.append(Block(label, parts, joint, index, *_as_block_sampler(value, joint, label)))
     return result
 
@@ -428,6 +480,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
         functools.cache(lambda: flat_parts(target)),
         frozenset(_site_terms(target)),
         functools.cache(lambda: chain_parts(target)),
+        functools.cache(lambda: curved_parts(target)),
     )
     name = ", ".join(f"{block.label}={block.sampler.name}" for block in layout)
     options = {
