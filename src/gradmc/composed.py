@@ -189,8 +189,8 @@ CURVATURE_TOLERANCE = 1e-3
 
 
 def curved_parts(target: Target) -> set[str]:
-    """The discrete parts of ``target``'s Product space in which its log density is not
-    quadratic: a Hessian-vector product along a random direction of the part changes between
+    """The binary, spin and categorical parts of ``target``'s Product space in which its log
+    density is not quadratic: a Hessian-vector product along a random direction of the part changes between
     the start and the point where every site of the part takes its next value (a logistic
     likelihood of ``X @ (gamma * beta)``, say). A first-order proposal there misjudges the
     changes of the log density in a way no step size mends, and single-site Gibbs, which
@@ -208,6 +208,8 @@ def curved_parts(target: Target) -> set[str]:
     found = set()
     for name in space.discrete_parts:
         part, where = space.parts[name], space.slices[name]
+        if isinstance(part, Ordinal):  # ordinal-NCG's window keeps its moves local, where a first-order view holds
+            continue
         # the second point: every site of the part moved to its next value
         index = part.to_index(jnp.reshape(start[where], part.event_shape))
         other = jnp.ravel(part.from_index((index + 1) % part.num_values)).astype(start.dtype)
