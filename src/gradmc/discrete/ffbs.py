@@ -141,6 +141,20 @@ def _forward(model: ChainModel):
     return jnp.concatenate([model.unary[:1], alphas]), jax.nn.logsumexp(last)
 
 
+def _backward(key, alphas, model: ChainModel) -> jax.Array:
+    """Backward sampling: (T,) states drawn given the forward messages ``alphas``."""
+    keys = jax.random.split(key, alphas.shape[0])
+    last = jax.random.categorical(keys[-1], alphas[-1])
+
+    def step(after, inputs):
+        alpha, pairwise, key = inputs
+        state = jax.random.categorical(key, alpha + pairwise[:, after])
+        return state, state
+
+    _, states = jax.lax.scan(step, last, (alphas[:-1], model.pairwise, keys[:-1]), reverse=True)
+    return jnp.append(states, last)
+
+
 def sample_chain(key, model: ChainModel) -> tuple[jax.Array, jax.Array]:
     """``(states, log q(states))``: one exact draw of the chain by forward filtering–backward
     sampling, with its normalised log-probability.
@@ -153,16 +167,7 @@ def sample_chain(key, model: ChainModel) -> tuple[jax.Array, jax.Array]:
         The chain.
     """
     alphas, log_z = _forward(model)
-    keys = jax.random.split(key, alphas.shape[0])
-    last = jax.random.categorical(keys[-1], alphas[-1])
-
-    def step(after, inputs):
-        alpha, pairwise, key = inputs
-        state = jax.random.categorical(key, alpha + pairwise[:, after])
-        return state, state
-
-    _, states = jax.lax.scan(step, last, (alphas[:-1], model.pairwise, keys[:-1]), reverse=True)
-    states = jnp.append(states, last)
+    states = _backward(key, alphas, model)
     return states, chain_logprob(states, model, log_z)
 
 
@@ -207,13 +212,14 @@ def build_kernel():
         key_draw, key_site, key_choice, key_mh = jax.random.split(rng_key, 4)
         current = space.to_index(state.position)
         forward = chain_model(logdensity_fn, state.position)
-        drawn, _ = sample_chain(key_draw, forward)
+        alphas, log_z = _forward(forward)  # filtered once: for the draw and for its score
+        drawn = _backward(key_draw, alphas, forward)
         states = jnp.where(
             jax.random.uniform(key_choice) < DEFENSIVE_SHARE, _one_site_changed(key_site, current, space.k), drawn
         )
         proposed = init(space.from_index(states).astype(state.position.dtype), logdensity_fn)
         reverse = chain_model(logdensity_fn, proposed.position)
-        log_forward = _mixture_logprob(states, forward, _forward(forward)[1], current, space.k)
+        log_forward = _mixture_logprob(states, forward, log_z, current, space.k)
         log_reverse = _mixture_logprob(current, reverse, _forward(reverse)[1], states, space.k)
         return proposals.metropolis(key_mh, state, proposed, log_reverse - log_forward)
 
