@@ -202,7 +202,7 @@ EXAMPLES = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)
 @pytest.mark.slow
 def test_mixed_models_page_examples_run_clean():
     assert "mixed-models.md" in (PAGE.parents[1] / "mkdocs.yml").read_text()
-    assert len(EXAMPLES) == 4
+    assert len(EXAMPLES) == 5
     namespace = {"__name__": "mixed_models_example"}
     with warnings.catch_warnings():
         warnings.simplefilter("error", gradmc.RunWarning)
@@ -212,6 +212,8 @@ def test_mixed_models_page_examples_run_clean():
     assert inclusion[0] > 0.99 and inclusion[3] > 0.99 and np.all(np.delete(inclusion, [0, 3]) < 0.1)
     assert namespace["trace"].sampler == "early+late=nuts, s=gibbs"
     assert np.bincount(namespace["trace"].posterior()["s"].ravel()).argmax() == 25
+    assert namespace["count_trace"].sampler == "rate=nuts, size=ordinal-ncg"
+    assert abs(namespace["count_trace"].posterior()["size"].mean() - 21.08) < 1.0
     assert namespace["hmm_trace"].sampler == "mu=nuts, z=ffbs"
     decoded = np.round(namespace["states"].mean(axis=(0, 1)))
     assert np.mean(decoded == namespace["hidden"]) > 0.9

@@ -76,10 +76,10 @@ def test_log_density_is_minus_numpyro_potential(schools_target):
 
 def test_discrete_sites_without_enumeration_are_named():
     def counts():
-        n = numpyro.sample("n", dist.Poisson(3.0))
+        n = numpyro.sample("n", dist.Poisson(3.0), infer={"max_value": 70000})
         numpyro.sample("y", dist.Normal(n, 1.0), obs=2.0)
 
-    with pytest.raises(ValueError, match="latent site 'n' \\(Poisson\\)"):
+    with pytest.raises(ValueError, match="latent site 'n' \\(Poisson\\) has unbounded support.*max_value"):
         gradmc.from_numpyro(counts)
 
     def sequential():
@@ -308,3 +308,54 @@ def test_a_change_point_is_exact():
     exact = ExactDistribution(s.astype(float), 1, probs, 0.0)
     assert_tv_within_bound(posterior["s"][..., None].astype(float), exact, p=0.01)
     assert_moments_match(np.asarray(posterior["early"])[..., None], [mean], var=[var], p=0.01)
+
+
+# -- a latent count of unbounded support ----------------------------------------------------------
+
+DETECTIONS = np.array([7.0, 4.0, 9.0, 6.0])  # y_i ~ Binomial(N, 0.3), N ~ Poisson(lam), lam ~ Gamma(3, 0.2)
+
+
+def latent_count(y, max_value=None):
+    lam = numpyro.sample("lam", dist.Gamma(3.0, 0.2))
+    n = numpyro.sample("N", dist.Poisson(lam), infer={} if max_value is None else {"max_value": max_value})
+    numpyro.sample("y", dist.Binomial(n, 0.3), obs=y)
+
+
+def test_a_count_cut_below_its_posterior_warns():
+    """A Poisson site becomes a Count from 0 to a bound; its posterior (mean 21) lies beyond a
+    bound of 22 set by hand, so the draws reach it and the run says so.
+    """
+    from gradmc.spaces import Count, Product, Real
+
+    assert gradmc.from_numpyro(latent_count, DETECTIONS).space.parts["N"].high > 100  # from the prior's reach
+    target = gradmc.from_numpyro(latent_count, DETECTIONS, max_value=22)
+    assert target.space == Product({"lam": Real(1), "N": Count(1, 22)})
+    with pytest.warns(gradmc.RunWarning, match=r"N reached 22, the largest value of Count\(0..22, d=1\)"):
+        trace = gradmc.sample(target, "auto", num_warmup=200, num_draws=200, seed=0, progress=False)
+    assert trace.sampler == "lam=nuts, N=ordinal-ncg"
+    assert trace.posterior()["N"].dtype.kind == "i"
+
+
+@pytest.mark.slow
+def test_a_latent_poisson_count_is_exact():
+    """Gamma–Poisson conjugacy sums lam out: p(N | y) ∝ NegBin(N; 3, 0.2/1.2) Π Binomial(y_i; N,
+    0.3), and lam | N ~ Gamma(3 + N, 1.2). The NumPyro Binomial's total count is the sampled N.
+    """
+    from scipy.stats import binom, nbinom
+
+    from gradmc.enumeration import ExactDistribution
+    from gradmc.testing import assert_moments_match, assert_tv_within_bound
+
+    target = gradmc.from_numpyro(latent_count, DETECTIONS)
+    values = target.space.parts["N"].values.astype(float)
+    log_p = nbinom.logpmf(values, 3.0, 0.2 / 1.2) + binom.logpmf(DETECTIONS[:, None], values, 0.3).sum(0)
+    probs = np.exp(log_p - log_p.max())
+    assert probs[-1] / probs.sum() < 1e-12  # the bound from the prior holds the whole posterior
+    probs /= probs.sum()
+    trace = gradmc.sample(target, "auto", num_warmup=500, num_draws=2500, seed=1, progress=False)
+    assert trace.warnings == []
+    posterior = trace.posterior()
+    assert_tv_within_bound(posterior["N"][..., None].astype(float), ExactDistribution(values, 1, probs, 0.0), p=0.01)
+    mean_n, var_n = probs @ values, probs @ values**2 - (probs @ values) ** 2
+    mean, var = (3.0 + mean_n) / 1.2, (3.0 + mean_n + var_n) / 1.2**2
+    assert_moments_match(posterior["lam"][..., None], np.array([mean]), var=np.array([var]), p=0.01)

@@ -15,7 +15,7 @@ from gradmc.discrete.proposals import (
     factorised_sample,
     sample_logits_scored,
 )
-from gradmc.spaces import Binary, Categorical, Ordinal, Real, Spin
+from gradmc.spaces import Binary, Categorical, Count, Ordinal, Real, Spin
 
 ORDINAL_VALUES = np.linspace(-1.5, 3.0, 5)
 SPACES = {
@@ -52,6 +52,9 @@ def test_value_sets_and_shapes():
     assert c.event_shape == (2, 3) and c.values.shape == (3, 3) and c.dim == 6
     assert not Real(2).is_discrete
     assert Binary(3) == Binary(3) and Binary(3) != Spin(3) and hash(Binary(3)) == hash(Binary(3))
+    count = Count(2, 40, low=1)
+    assert count.values.tolist() == list(range(1, 41)) and str(count) == "Count(1..40, d=2)"
+    assert count == Count(2, 40, 1) and count != Ordinal(np.arange(1.0, 41.0), 2)
 
 
 @pytest.mark.parametrize("name", list(SPACES))
@@ -105,6 +108,9 @@ def test_validate_rejects(space, bad, match):
         lambda: Ordinal([0.0, np.inf], 2),
         lambda: Categorical(1, 2),
         lambda: Categorical(3, 0),
+        lambda: Count(2, 0),
+        lambda: Count(2, 70000),
+        lambda: Count(2, 10.5),
     ],
 )
 def test_constructor_errors(make):

@@ -34,7 +34,7 @@ from gradmc.discrete import ffbs
 from gradmc.discrete.plate_gibbs import SITE_TERMS
 from gradmc.registry import sampler as registered_sampler
 from gradmc.registry import sampler_entry
-from gradmc.spaces import Binary, Categorical, Ordinal, Product, Real, Space, Spin
+from gradmc.spaces import Binary, Categorical, Count, Ordinal, Product, Real, Space, Spin
 
 __all__ = ["AUTO", "auto_sampler", "Block", "blocks", "composed_sampler"]
 
@@ -48,7 +48,14 @@ AUTO = "auto"
 DISCRETE_STEPS = 10
 
 # what "auto" runs on a block of each kind of space
-_AUTO_CHOICE = {Real: "nuts", Binary: "ncg", Spin: "ncg", Categorical: "ncg", Ordinal: "ordinal-ncg"}
+_AUTO_CHOICE = {
+    Real: "nuts",
+    Binary: "ncg",
+    Spin: "ncg",
+    Categorical: "ncg",
+    Ordinal: "ordinal-ncg",
+    Count: "ordinal-ncg",
+}
 FLAT_CHOICE = "gibbs"  # "auto" on a discrete block without a gradient (flat_parts)
 PLATE_CHOICE = "plate-gibbs"  # "auto" where the target gives the block's site terms (a plate of independent sites)
 CHAIN_CHOICE = "ffbs"  # "auto" on categorical sites coupled in a chain (chain_parts): an HMM's states
@@ -123,6 +130,8 @@ def _joint_space(product: Product, parts: tuple[str, ...]) -> Space:
         )
     if isinstance(first, Categorical):
         return Categorical(first.k, sum(s.d for s in spaces))
+    if isinstance(first, Count):
+        return Count(sum(s.d for s in spaces), first.high, first.low)
     if isinstance(first, Ordinal):
         return Ordinal(first.values, sum(s.d for s in spaces))
     return type(first)(sum(s.d for s in spaces))

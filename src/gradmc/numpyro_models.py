@@ -9,6 +9,7 @@ gradmc works without it (``pip install -e ".[numpyro]"`` in the repository adds 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from jax.flatten_util import ravel_pytree
 
 from gradmc.base import Target
 from gradmc.discrete.plate_gibbs import SITE_TERMS
-from gradmc.spaces import Binary, Ordinal, Product, Real, Space
+from gradmc.spaces import Binary, Count, Ordinal, Product, Real, Space
 from gradmc.variables import Variables
 
 __all__ = ["from_numpyro", "numpyro_model_error"]
@@ -37,6 +38,28 @@ def _numpyro():
     except ImportError:
         raise ImportError(INSTALL_HINT) from None
     return numpyro
+
+
+#: An unbounded count is kept at most ``COUNT_REACH`` times its reach in the prior runs (the
+#: largest draw, or its distribution's mean plus ten standard deviations), plus ``COUNT_MARGIN``;
+#: a run whose draws reach that bound warns (``infer={"max_value": N}`` on the site sets it).
+COUNT_REACH, COUNT_MARGIN = 2, 50
+
+
+def _without_validation(fn: Callable) -> Callable:
+    """``fn`` run with NumPyro's support checks off. Under tracing they compare on the host
+    (a Binomial whose ``total_count`` is a sampled count fails there), and gradmc's positions
+    are in the support by construction.
+    """
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        from numpyro import validation_enabled
+
+        with validation_enabled(False):
+            return fn(*args, **kwargs)
+
+    return run
 
 
 def _model_trace(model: Callable, args: tuple, kwargs: dict, seed: int = 0) -> dict:
@@ -88,6 +111,7 @@ def _site_terms(model_trace: Callable, space: Product, discrete: dict, sites: di
     def in_plate(site, frame):
         return any(f.name == frame.name for f in site["cond_indep_stack"])
 
+    @_without_validation
     def log_prob(site):
         value = site["fn"].log_prob(site["value"])
         return value if site.get("scale") is None else value * site["scale"]
@@ -135,9 +159,10 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
     """:func:`from_numpyro` for a model with discrete latent sites gradmc samples: a target on a
     :class:`~gradmc.spaces.Product` of the continuous sites' unconstrained values and the
     discrete sites' values; the log density is minus NumPyro's potential energy of the model
-    conditioned on the discrete values. 0/1 sites enter it as floats (the gradient samplers
-    differentiate it in them); other discrete sites as integers of their own dtype (indices,
-    counts), where the gradient is zero and ordinal-NCG's window proposal does the moving.
+    conditioned on the discrete values. 0/1 sites and counts of unbounded support enter it as
+    floats (the gradient samplers differentiate it in them: a count's log-pmf continues to
+    real values through lgamma); other discrete sites as integers of their own dtype (indices),
+    where the gradient is zero and ordinal-NCG's window proposal does the moving.
     """
     from numpyro.handlers import condition, seed, substitute, trace
     from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
@@ -155,9 +180,11 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         values = {}
         for name, part in discrete.items():
             value = space.part(x, name).reshape(shapes[name])
-            values[name] = value if isinstance(part, Binary) else jnp.round(value).astype(dtypes[name])
+            continued = isinstance(part, (Binary, Count))
+            values[name] = value if continued else jnp.round(value).astype(dtypes[name])
         return unravel(x[:num_continuous]), values
 
+    @_without_validation
     def logdensity_fn(x):
         z, values = split(x)
         return -potential_energy(condition(model, data=values), args, kwargs, z)
@@ -165,10 +192,11 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
     def initial_position(key):
         key_discrete, key_continuous = jax.random.split(key)
         prior = trace(seed(model, key_discrete)).get_trace(*args, **kwargs)
-        values = [jnp.ravel(prior[name]["value"]).astype(flat.dtype) for name in discrete]
+        values = [_into(part, jnp.ravel(prior[name]["value"]).astype(flat.dtype)) for name, part in discrete.items()]
         start = initialize_model(key_continuous, condition(model, data=first), model_args=args, model_kwargs=kwargs)
-        return jnp.concatenate([ravel_pytree(start.param_info.z)[0], *values])
+        return _lift_counts(jnp.concatenate([ravel_pytree(start.param_info.z)[0], *values]), space, logdensity_fn)
 
+    @_without_validation
     def model_trace(x):
         z, values = split(x)
         conditioned = condition(model, data=values)
@@ -231,12 +259,70 @@ def _support(site: dict) -> np.ndarray:
     return np.unique(np.asarray(fn.enumerate_support(expand=False)))
 
 
+def _reach(site: dict) -> float:
+    """The largest value a count site's prior run suggests: its draw, or its distribution's
+    mean plus ten standard deviations, whichever is larger.
+    """
+    reach = float(np.max(site["value"]))
+    try:
+        reach = max(reach, float(np.max(site["fn"].mean + 10 * np.sqrt(site["fn"].variance))))
+    except NotImplementedError:  # a distribution without moments: its draws alone
+        pass
+    return reach
+
+
+def _count_space(name: str, kind: str, site: dict, again: list[dict]) -> Count:
+    """The :class:`~gradmc.spaces.Count` of a latent site of unbounded support: from its
+    support's lower bound to ``infer={"max_value": N}``, else to :data:`COUNT_REACH` times its
+    reach over the prior runs (``site`` and ``again``) plus :data:`COUNT_MARGIN`.
+    """
+    low = int(getattr(site["fn"].support, "lower_bound", 0))
+    high = site["infer"].get("max_value")
+    if high is None:
+        high = int(np.ceil(COUNT_REACH * max(_reach(s) for s in [site, *again]))) + COUNT_MARGIN
+    try:
+        return Count(int(np.size(site["value"])), high, low)
+    except ValueError as error:
+        raise ValueError(
+            f"latent site {name!r} ({kind}) has unbounded support, which gradmc keeps between {low} and a bound; "
+            f"{error}: set the bound with infer={{'max_value': N}} on the site"
+        ) from None
+
+
+def _into(space: Space, values):
+    """A prior draw moved into ``space``: a count's beyond its bound kept at the bound."""
+    return jnp.clip(values, space.low, space.high) if isinstance(space, Count) else values
+
+
+#: The shares of the way from a count's prior draw up to its bound tried as starts, in turn.
+_COUNT_LIFTS = (0.0, 0.125, 0.25, 0.5, 1.0)
+
+
+def _lift_counts(start, space: Product, logdensity_fn: Callable):
+    """``start`` with its counts raised towards their bounds (:data:`_COUNT_LIFTS`, the first
+    share where the log density is finite): a prior draw of a count is often below what the
+    data imply (an N-mixture's N under its largest observed count), where the density is 0.
+    """
+    counts = [name for name, part in space.parts.items() if isinstance(part, Count)]
+    if not counts:
+        return start
+    high = np.zeros(start.shape, np.float32)
+    mask = np.zeros(start.shape, bool)
+    for name in counts:
+        high[space.slices[name]], mask[space.slices[name]] = space.parts[name].high, True
+    shares = jnp.asarray(_COUNT_LIFTS, start.dtype)[:, None]
+    tried = jnp.where(mask, jnp.round(start + shares * (high - start)), start)
+    finite = jnp.isfinite(jax.vmap(logdensity_fn)(tried))
+    return tried[jnp.argmax(finite)]
+
+
 def _sampled_discrete_sites(sites: dict, others: list[dict]) -> dict[str, Space]:
     """The discrete latent sites gradmc samples, each with its space (0/1 sites ``Binary``, any
-    other finite support ``Ordinal`` over its values), after checking every discrete latent site:
-    sites marked ``infer={"enumerate": "parallel"}`` are left to NumPyro to sum out (which needs
-    funsor); unbounded supports, other enumeration marks and supports that depend on other
-    unknowns (that differ in ``others``, more runs of the model from its prior) are refused.
+    other finite support ``Ordinal`` over its values, unbounded supports ``Count``), after
+    checking every discrete latent site: sites marked ``infer={"enumerate": "parallel"}`` are
+    left to NumPyro to sum out (which needs funsor); other enumeration marks and supports that
+    depend on other unknowns (that differ in ``others``, more runs of the model from its prior)
+    are refused.
     """
     parts = {}
     for name, site in sites.items():
@@ -258,11 +344,8 @@ def _sampled_discrete_sites(sites: dict, others: list[dict]) -> dict[str, Space]
                 'infer={"enumerate": "parallel"}, or drop the mark and gradmc samples it'
             )
         if not site["fn"].has_enumerate_support:
-            raise ValueError(
-                f"latent site {name!r} ({kind}) is discrete with unbounded support, which gradmc cannot sample "
-                "from a NumPyro model yet: bound it (e.g. a Categorical or a truncated distribution over 0..N), "
-                "marginalise it, or write the log density with an Ordinal entry (docs/mixed-models.md)"
-            )
+            parts[name] = _count_space(name, kind, site, [other[name] for other in others if name in other])
+            continue
         values = _support(site)
         for other in others:
             if name in other and not np.array_equal(_support(other[name]), values):
@@ -281,16 +364,19 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
 
     Positions are NumPyro's unconstrained values of the continuous latent sites, flattened
     (``ravel_pytree``); the log density is minus NumPyro's potential energy, so it includes
-    the log-Jacobian of each site's transform to the real line. Discrete latent sites of
-    finite support are sampled: the target lives on a :class:`~gradmc.spaces.Product` of the
-    continuous sites and the discrete ones (0/1 sites ``Binary``, others ``Ordinal`` over their
-    values), and ``gradmc.sample(target, "auto")`` moves each block with its own sampler
-    (:mod:`gradmc.composed`). Sites marked ``infer={"enumerate": "parallel"}`` are summed out
-    by NumPyro instead (this needs ``funsor``), and ``trace.posterior()`` draws them back from
-    their conditionals given each draw (as NumPyro's ``infer_discrete`` does). ``initial_position`` is NumPyro's default
+    the log-Jacobian of each site's transform to the real line. Discrete latent sites are
+    sampled: the target lives on a :class:`~gradmc.spaces.Product` of the continuous sites
+    and the discrete ones (0/1 sites ``Binary``, other finite supports ``Ordinal`` over their
+    values, unbounded ones such as Poisson a ``Count`` up to a bound set from the prior,
+    :data:`COUNT_REACH`, or by ``infer={"max_value": N}``), and ``gradmc.sample(target,
+    "auto")`` moves each block with its own sampler (:mod:`gradmc.composed`). Sites marked
+    ``infer={"enumerate": "parallel"}`` are summed out by NumPyro instead (this needs
+    ``funsor``), and ``trace.posterior()`` draws them back from their conditionals given each
+    draw (as NumPyro's ``infer_discrete`` does). ``initial_position`` is NumPyro's default
     initialisation (uniform in (-2, 2) on the unconstrained scale, retried until the log
-    density and its gradient are finite), so ``gradmc.sample`` needs no ``init``. The
-    target's :class:`~gradmc.variables.Variables` give the constrained value of every
+    density and its gradient are finite; counts raised towards their bound until the log
+    density is finite), so ``gradmc.sample`` needs no ``init``. The target's
+    :class:`~gradmc.variables.Variables` give the constrained value of every
     latent site and the value of every ``numpyro.deterministic`` site, under their names.
 
     Parameters
@@ -305,9 +391,9 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
     ImportError
         Without NumPyro installed.
     ValueError
-        For a discrete latent site of unbounded support or whose support depends on other
-        unknowns, a site marked for another kind of enumeration, or a model without latent
-        sites.
+        For a discrete latent site whose support depends on other unknowns, a count whose
+        bound is not between its lower bound and 65,535 above it, a site marked for another
+        kind of enumeration, or a model without latent sites.
     """
     _numpyro()
     from numpyro.infer.util import initialize_model

@@ -1,8 +1,9 @@
 """State spaces: where a target lives and what a valid position looks like.
 
 ``Real(d)`` is the continuous space. The discrete spaces are ``Binary(d)`` ({0,1}^d),
-``Spin(d)`` ({-1,+1}^d), ``Ordinal(values, d)`` (any sorted real values per coordinate)
-and ``Categorical(k, d)`` (d one-hot rows of length k, Rhodes & Gutmann 2022, App. A).
+``Spin(d)`` ({-1,+1}^d), ``Ordinal(values, d)`` (any sorted real values per coordinate),
+``Count(d, high)`` (the integers ``low..high``: a count whose model allows more, cut where
+the posterior has no mass) and ``Categorical(k, d)`` (d one-hot rows of length k, Rhodes & Gutmann 2022, App. A).
 ``Product`` joins named parts of these spaces (a mixed model's continuous and discrete
 unknowns) into one flat position.
 
@@ -29,6 +30,7 @@ __all__ = [
     "Binary",
     "Spin",
     "Ordinal",
+    "Count",
     "Categorical",
     "Product",
 ]
@@ -312,6 +314,34 @@ class Ordinal(DiscreteSpace):
 
     def __str__(self) -> str:
         return f"Ordinal({self._value_text()}, d={self.d})"
+
+
+class Count(Ordinal):
+    """The integers ``low, low + 1, ..., high`` in each of d coordinates: a count whose model
+    allows any value from ``low`` up (a Poisson or negative-binomial latent), kept below a
+    ``high`` where the posterior has no mass. It samples as an :class:`Ordinal`; a run whose
+    draws reach ``high`` warns, since the model's values above it were cut off.
+
+    Parameters
+    ----------
+    d : int
+        The number of coordinates.
+    high : int
+        The largest value kept, above ``low``.
+    low : int
+        The smallest value (0 for Poisson counts).
+    """
+
+    def __init__(self, d: int, high: int, low: int = 0):
+        if isinstance(high, bool) or int(high) != high or isinstance(low, bool) or int(low) != low:
+            raise ValueError(f"Count needs integer bounds, got low={low!r}, high={high!r}")
+        if int(high) <= int(low) or int(high) - int(low) >= 1 << 16:
+            raise ValueError(f"Count needs low < high < low + 65536, got low={low}, high={high}")
+        super().__init__(np.arange(int(low), int(high) + 1), d)
+        self.low, self.high = int(low), int(high)
+
+    def __str__(self) -> str:
+        return f"Count({self.low}..{self.high}, d={self.d})"
 
 
 class Categorical(DiscreteSpace):

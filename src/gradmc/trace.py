@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from gradmc.base import StepStats
+from gradmc.spaces import DiscreteSpace
 
 __all__ = ["Trace", "RunningMoments", "merge_netcdf", "chunk_file", "iter_chunk_arrays"]
 
@@ -165,8 +166,9 @@ class Trace:
         ``(chain, draw, d)`` in ``space.index_dtype`` (one byte per coordinate for up to 256
         values, 16 times smaller than float32 one-hot rows of 4 values). ``draws`` decodes
         them on first use.
-    space : DiscreteSpace, optional
-        The space that decodes ``indices``.
+    space : Space, optional
+        The target's space when the kept draws are its positions (a discrete space's
+        ``decode`` turns ``indices`` into them).
     variables : Variables, optional
         How a position reads as named variables (the target's
         :class:`~gradmc.variables.Variables`; None: one variable ``x``, the position),
@@ -323,7 +325,8 @@ class Trace:
         """
         for block in blocks:
             if var_name is None and self.variables is not None:
-                yield self.variables.of_draws(block if self.space is None else self.space.decode(block))
+                decoded = self.space.decode(block) if isinstance(self.space, DiscreteSpace) else block
+                yield self.variables.of_draws(decoded)
             else:
                 yield {var_name or "x": block}
 

@@ -638,3 +638,18 @@ def test_ordinal_ncg_refuses_categorical_rows():
         recipe("ordinal-ncg").bind(target, 100)
     with pytest.raises(ValueError, match="ordered values"):
         ordinal_ncg.as_top_level_api(target.logdensity_fn, target.space, 1.0)
+
+
+def test_a_proposal_outside_the_support_is_a_plain_rejection():
+    """f(s') = −∞ with a NaN gradient term there (lgamma at a non-positive integer, a count
+    below what the data allow) is rejected without the non-finite flag that a NaN or +∞ log
+    density gets.
+    """
+    from gradmc.discrete.proposals import ValueState, metropolis
+
+    state = ValueState(jnp.array([4.0]), jnp.array(-1.0))
+    outside = ValueState(jnp.array([1.0]), jnp.array(-jnp.inf))
+    kept, info = metropolis(jax.random.key(0), state, outside, jnp.array(jnp.nan))
+    assert not bool(info.is_accepted) and not bool(info.nonfinite) and float(kept.position[0]) == 4.0
+    nan_state = outside._replace(logdensity=jnp.array(jnp.nan))
+    assert bool(metropolis(jax.random.key(0), state, nan_state, jnp.array(0.0))[1].nonfinite)

@@ -50,6 +50,7 @@ import numpy as np
 from gradmc.base import FALLBACK, RunWarning
 from gradmc.diagnostics._common import arviz
 from gradmc.registry import Entry, Tuned, samplers
+from gradmc.spaces import Count, Product
 from gradmc.variables import entry_name
 
 if TYPE_CHECKING:
@@ -488,6 +489,32 @@ def _stuck(trace: Trace, frozen: np.ndarray | None) -> tuple[list[str], np.ndarr
     ], stuck
 
 
+def _counts_cut_off(trace: Trace) -> list[str]:
+    """The :class:`~gradmc.spaces.Count` entries whose kept draws reached the largest value
+    their space keeps: the model allows larger values, which the space cut off.
+    """
+    space, draws = trace.space, _kept(trace)
+    if draws is None:
+        return []
+    parts = space.parts.items() if isinstance(space, Product) else [("the draws", space)]
+    found = []
+    for name, part in parts:
+        if not isinstance(part, Count):
+            continue
+        if trace.indices is not None:
+            top = np.asarray(draws) == part.num_values - 1
+        else:
+            top = np.asarray(draws[..., space.slices[name]]) >= part.high - 0.5
+        if top.any():
+            chains = np.flatnonzero(top.reshape(top.shape[0], -1).any(axis=1))
+            found.append(
+                f"{name} reached {part.high}, the largest value of {part}, in {_chains(trace, chains)}: the model "
+                "allows larger values, which the space cut off, so the draws may miss part of the posterior; "
+                "raise the bound (gradmc.spaces.Count(d, high=...), or infer={'max_value': ...} on a NumPyro site)"
+            )
+    return found
+
+
 _FALLBACK_LINE = (
     "its gradient proposal froze in warm-up (the chains moved in under 1% of the steps judged), so from the "
     "middle of the warm-up on every step added a single-site Metropolis move, which is what moved the chains "
@@ -720,7 +747,7 @@ def run_warnings(trace: Trace, entry: Entry | None = None) -> list[str]:
         mixing = []
     stuck_lines, stuck = _stuck(trace, frozen)
     found += stuck_lines + _transitions(trace, judged) + mixing + _acceptance(trace, judged, failed | stuck)
-    found += _block_problems(trace)
+    found += _block_problems(trace) + _counts_cut_off(trace)
     return [f"{trace.sampler}: {line}" for line in found]
 
 

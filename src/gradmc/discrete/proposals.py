@@ -130,7 +130,8 @@ def l1_jump(new_position, old_position) -> jax.Array:
 
 
 def metropolis(key, state, proposed, log_correction, *, rejected=None) -> tuple[NamedTuple, DiscreteInfo]:
-    """Accept ``proposed`` with probability min(1, r), log r = f(s') − f(s) + log_correction (eq. 2).
+    """Accept ``proposed`` with probability min(1, r), log r = f(s') − f(s) + log_correction (eq. 2);
+    r = 0 where f(s') = −∞, even where the correction (a gradient there) is not finite.
 
     Works for any state NamedTuple with ``position`` and ``logdensity``.
 
@@ -150,6 +151,8 @@ def metropolis(key, state, proposed, log_correction, *, rejected=None) -> tuple[
     log_ratio = proposed.logdensity - state.logdensity
     for term in log_correction if isinstance(log_correction, (tuple, list)) else (log_correction,):
         log_ratio = log_ratio + term
+    # a proposal outside the support (f = -inf) is a plain rejection, whatever its gradient there
+    log_ratio = jnp.where(proposed.logdensity == -jnp.inf, -jnp.inf, log_ratio)
     accept, prob, nonfinite = mh_accept(key, log_ratio)
     kept = state if rejected is None else rejected
     new_state = jax.tree.map(lambda p, s: jnp.where(accept, p, s), proposed, kept)

@@ -589,7 +589,7 @@ def _trace(
         options=dict(sampler.options),
         draws=None if runner.draw_buffer is None or indices else runner.draw_buffer.array,
         indices=runner.draw_buffer.array if runner.draw_buffer is not None and indices else None,
-        space=target.space if indices else None,
+        space=target.space if indices or named else None,
         stats=Trace.flatten_stats(draw_stats),
         warmup_stats=Trace.flatten_stats(warm_stats) if warm_stats is not None else {},
         params=per_chain_view(params, runner.chain_keys.shape[0]),
@@ -614,7 +614,12 @@ def _sample_extended(
     trace = sample(extended_target, sampler, seed=seed, **options)
     weighted = resample_extended(trace, extended_target, jax.random.fold_in(jax.random.key(seed), 3))
     return dataclasses.replace(
-        trace, target=target.name, draws=weighted.draws, extended=weighted, variables=target.variables
+        trace,
+        target=target.name,
+        draws=weighted.draws,
+        extended=weighted,
+        variables=target.variables,
+        space=target.space,
     )
 
 
