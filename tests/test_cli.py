@@ -144,10 +144,15 @@ def test_list_options_shows_the_options_of_every_sampler(capsys):
     assert "num_integration_steps = 10" in out and "scan = 'random'" in out
 
 
-@pytest.mark.parametrize("name", [e.name for e in registry.samplers()])
-def test_every_sampler_option_is_documented(name):
-    for option in registry.sampler_options(name):
-        assert option.doc, f"{name}: option {option.name} has no entry in the builder's Parameters section"
+def test_a_sampler_option_without_its_meaning_is_refused():
+    def build(target, num_warmup, step_size=0.1, radius=2):
+        """A toy."""
+
+    with pytest.raises(ValueError, match=r"say what option\(s\) \['radius'\] mean"):
+        registry.register_sampler("toy-unexplained", "a toy", options={"step_size": "The step."})(build)
+    assert "toy-unexplained" not in {e.name for e in registry.samplers()}
+    for entry in registry.samplers():
+        assert [o.name for o in registry.sampler_options(entry.name)] == list(entry.options)
 
 
 @pytest.mark.parametrize(

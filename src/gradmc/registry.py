@@ -6,24 +6,25 @@ with :func:`register_sampler`; target modules register a factory
 :class:`UnknownNameError`, which lists the valid ones.
 
 A sampler's options are its builder's keyword arguments: their defaults come from the
-signature (:func:`defaults`) and their meanings from the "Parameters" section of the
-builder's docstring (:func:`sampler_options`, what ``gradmc describe`` prints). A sampler's
-entry also says what its warm-up tunes and how a run's health check judges it
-(:class:`Tuned`), which other option cures divergences (:class:`Fix`), and, for a sampler
-whose kernel also runs outside the runner (PCD's chains, plain loops), its kernel module
-and the options that set it (:func:`kernel_options`, :func:`algorithm`). One concept has one name in
-every sampler; an option's former name still works, with a ``DeprecationWarning`` that
-gives the new one (:data:`FORMER_OPTION_NAMES`).
+signature (:func:`defaults`) and their meanings from the registration's ``options``, which
+must name every keyword (:func:`sampler_options`, what ``gradmc describe`` prints; the
+builder's docstring gets them as its "Parameters" section). A sampler's entry also says what
+its warm-up tunes and how a run's health check judges it (:class:`Tuned`), which other
+option cures divergences (:class:`Fix`), and, for a sampler whose kernel also runs outside
+the runner (PCD's chains, plain loops), its kernel module and the options that set it
+(:func:`kernel_options`, :func:`algorithm`). One concept has one name in every sampler; an
+option's former name still works, with a ``DeprecationWarning`` that gives the new one
+(:data:`FORMER_OPTION_NAMES`).
 """
 
 from __future__ import annotations
 
 import difflib
 import inspect
-import re
+import textwrap
 import warnings
-from collections.abc import Callable
-from types import ModuleType
+from collections.abc import Callable, Mapping
+from types import MappingProxyType, ModuleType
 from typing import Any, NamedTuple
 
 from gradmc.base import Sampler, SamplingAlgorithm, Target
@@ -34,6 +35,8 @@ __all__ = [
     "Tuned",
     "Fix",
     "Option",
+    "WARMUP_RULE_OPTION",
+    "TARGET_ACCEPT_OPTION",
     "FORMER_OPTION_NAMES",
     "register_sampler",
     "register_target",
@@ -139,6 +142,8 @@ class Entry(NamedTuple):
         Samplers whose kernel also runs outside the runner: the pure kernel module.
     kernel_options : tuple of str
         The options that set that kernel (``kernel.as_top_level_api`` takes them by name).
+    options : dict of str to str
+        Samplers: what each option means.
     """
 
     name: str
@@ -149,13 +154,46 @@ class Entry(NamedTuple):
     fixes: tuple[Fix, ...] = ()
     kernel: ModuleType | None = None
     kernel_options: tuple[str, ...] = ()
+    options: Mapping[str, str] = MappingProxyType({})
 
     def defaults(self) -> dict:
         """A sampler's default options, read from its builder's signature (after ``target``
         and ``num_warmup``; an option without a default is left out).
         """
-        params = list(inspect.signature(self.constructor).parameters.values())[2:]
-        return {p.name: p.default for p in params if p.default is not p.empty}
+        return {p.name: p.default for p in _option_parameters(self.constructor) if p.default is not p.empty}
+
+
+def _option_parameters(build: Callable) -> list[inspect.Parameter]:
+    """A sampler builder's keywords after ``target`` and ``num_warmup``: its options."""
+    params = list(inspect.signature(build).parameters.values())[2:]
+    return [p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _type_text(default) -> str:
+    """An option's type as its default shows it (``"float"``; ``"optional"`` for None)."""
+    return "optional" if default is None else type(default).__name__
+
+
+def _with_parameters(doc: str | None, options: Mapping[str, str], defaults: dict, kind: str) -> str:
+    """``doc`` with a numpy-style "Parameters" section written from ``options``, indented as
+    ``doc``'s own lines are.
+    """
+    doc = (doc or "").rstrip()
+    body = [line for line in doc.splitlines()[1:] if line.strip()]
+    indent = min((len(line) - len(line.lstrip()) for line in body), default=4) * " "
+    space = "a discrete" if kind == "discrete" else "a continuous" if kind == "continuous" else "any"
+    entries = [
+        ("target : gradmc.base.Target", f"A target on {space} space."),
+        ("num_warmup : int", "Warm-up steps: the sampler tunes itself during them and is frozen after."),
+    ]
+    for name, meaning in options.items():
+        default = defaults.get(name)
+        entries.append((f"{name} : {_type_text(default)}, default {default!r}", meaning))
+    lines = ["", "", f"{indent}Parameters", f"{indent}----------"]
+    for head, meaning in entries:
+        lines.append(indent + head)
+        lines += textwrap.wrap(meaning, 88, initial_indent=indent + "    ", subsequent_indent=indent + "    ")
+    return doc + "\n".join(lines) + "\n" + indent
 
 
 class _Registry:
@@ -204,6 +242,7 @@ def register_sampler(
     description: str,
     kind: str = "continuous",
     *,
+    options: Mapping[str, str] | None = None,
     tuned: tuple[Tuned, ...] = (),
     fixes: tuple[Fix, ...] = (),
     kernel: ModuleType | None = None,
@@ -219,6 +258,10 @@ def register_sampler(
         One line for ``gradmc list``.
     kind : str
         ``"continuous"``, ``"discrete"`` or ``"any"``: the spaces the sampler runs on.
+    options : mapping of str to str
+        What each of the builder's keywords after ``target`` and ``num_warmup`` means, one
+        entry for each (``gradmc describe`` prints them; the builder's docstring gets them
+        as its "Parameters" section).
     tuned : tuple of Tuned
         What the warm-up tunes, and how a run's health check judges it.
     fixes : tuple of Fix
@@ -228,15 +271,26 @@ def register_sampler(
     kernel_options : tuple of str
         The options that set that kernel.
     """
+    meanings = dict(options or {})
 
     def decorate(build):
-        params = list(inspect.signature(build).parameters)[2:]
+        params = [p.name for p in _option_parameters(build)]
         missing = sorted(
-            {*kernel_options, *(t.aims_at for t in tuned if t.aims_at), *(f.option for f in fixes)} - set(params)
+            {*kernel_options, *(t.aims_at for t in tuned if t.aims_at), *(f.option for f in fixes), *meanings}
+            - set(params)
         )
         if missing:
             raise ValueError(f"sampler {name!r} declares option(s) {missing} that its builder does not take")
-        _samplers.add(Entry(name, build, description, kind, tuple(tuned), tuple(fixes), kernel, tuple(kernel_options)))
+        unexplained = [p for p in params if p not in meanings]
+        if unexplained:
+            raise ValueError(f"sampler {name!r}: say what option(s) {unexplained} mean in its registration's options")
+        ordered = {p: meanings[p] for p in params}
+        entry = Entry(
+            name, build, description, kind, tuple(tuned), tuple(fixes), kernel, tuple(kernel_options), ordered
+        )
+        _samplers.add(entry)
+        for documented in {build, inspect.unwrap(build)}:
+            documented.__doc__ = _with_parameters(documented.__doc__, ordered, entry.defaults(), kind)
         return build
 
     return decorate
@@ -402,6 +456,15 @@ def algorithm(name: str, logdensity_fn: Callable, space, **options) -> SamplingA
     return kernel.as_top_level_api(logdensity_fn, space, **options)
 
 
+#: What ``adapt`` means for a sampler whose warm-up tunes one setting by a step-size rule.
+WARMUP_RULE_OPTION = (
+    'One of {"dual_averaging", "robbins_monro", None}: the rule that tunes the setting in warm-up (dual '
+    "averaging of its log towards ``target_accept``), frozen after; None keeps the value given throughout."
+)
+#: What ``target_accept`` means for a sampler whose warm-up aims at an acceptance rate.
+TARGET_ACCEPT_OPTION = "The mean acceptance probability the warm-up aims at."
+
+
 class Option(NamedTuple):
     """One option of a registered sampler (:func:`sampler_options`).
 
@@ -412,52 +475,15 @@ class Option(NamedTuple):
     default : object
         Its default (from the builder's signature).
     type : str
-        Its type as the builder's docstring gives it (e.g. ``"float, optional"``).
+        Its type as the default shows it (``"float"``; ``"optional"`` for a default of None).
     doc : str
-        What it means (from the builder's docstring), on one line.
+        What it means (from the registration).
     """
 
     name: str
     default: Any
     type: str
     doc: str
-
-
-_ENTRY = re.compile(r"^(?P<names>[A-Za-z_*][\w*]*(?:\s*,\s*[A-Za-z_*][\w*]*)*)\s*(?::\s*(?P<type>.*))?$")
-
-
-def _documented_parameters(doc: str | None) -> dict[str, tuple[str, str]]:
-    """``{name: (type, description)}`` of the numpy-style "Parameters" section of ``doc``
-    (an entry ``a, b : float`` documents ``a`` and ``b`` alike).
-    """
-    lines = inspect.cleandoc(doc or "").splitlines()
-    try:
-        start = next(i for i in range(len(lines) - 1) if lines[i] == "Parameters" and set(lines[i + 1]) == {"-"})
-    except StopIteration:
-        return {}
-    found: dict[str, tuple[str, str]] = {}
-    names: list[str] = []
-    kind = ""
-    text: list[str] = []
-
-    def flush():
-        for n in names:
-            found[n] = (kind, " ".join(text))
-
-    for i, line in enumerate(lines[start + 2 :], start + 2):
-        if line and not line[0].isspace():
-            if i + 1 < len(lines) and lines[i + 1] and set(lines[i + 1]) == {"-"}:
-                break  # the next section
-            match = _ENTRY.match(line)
-            if match is None:
-                break
-            flush()
-            names = [n.strip() for n in match["names"].split(",")]
-            kind, text = (match["type"] or "").strip(), []
-        elif line.strip():
-            text.append(line.strip())
-    flush()
-    return found
 
 
 def sampler_options(name: str) -> list[Option]:
@@ -472,16 +498,12 @@ def sampler_options(name: str) -> list[Option]:
     Returns
     -------
     list of Option
-        One per keyword the builder takes after ``target`` and ``num_warmup``; ``doc`` is
-        empty where the builder's docstring does not document it.
+        One per keyword the builder takes after ``target`` and ``num_warmup``.
     """
-    build = _samplers.get(name).constructor
-    documented = _documented_parameters(build.__doc__)
-    params = list(inspect.signature(build).parameters.values())[2:]
+    entry = _samplers.get(name)
+    defaults = {p.name: None if p.default is p.empty else p.default for p in _option_parameters(entry.constructor)}
     return [
-        Option(p.name, None if p.default is p.empty else p.default, *documented.get(p.name, ("", "")))
-        for p in params
-        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        Option(option, defaults[option], _type_text(defaults[option]), entry.options[option]) for option in defaults
     ]
 
 

@@ -400,7 +400,10 @@ def test_a_new_sampler_declares_what_it_tunes_and_its_failure_is_reported(iid):
     failed adaptation reported by that name; switched off, nothing is reported."""
     from gradmc.registry import Tuned, register_sampler
 
-    register_sampler("toy-tempered", "a toy", tuned=(Tuned("temperature", aims_at="aim"),))(_toy_builder)
+    meanings = {"temperature": "The temperature.", "adapt": "Its rule.", "aim": "The acceptance aimed at."}
+    register_sampler("toy-tempered", "a toy", tuned=(Tuned("temperature", aims_at="aim"),), options=meanings)(
+        _toy_builder
+    )
     warm = {"acceptance_rate": np.ones((4, 100), np.float32), "step_size": np.ones((4, 100), np.float32)}
     params = {"temperature": np.ones(4, np.float32)}
     line = only(run_warnings(fake_trace(iid, sampler="toy-tempered", warmup=warm, params=params)), "did not converge")
@@ -410,7 +413,7 @@ def test_a_new_sampler_declares_what_it_tunes_and_its_failure_is_reported(iid):
     assert run_warnings(off) == []
     # a declaration naming an option the builder does not take is refused at registration
     with pytest.raises(ValueError, match=r"declares option\(s\) \['target_accept'\]"):
-        register_sampler("toy-misdeclared", "a toy", tuned=(Tuned("temperature"),))(_toy_builder)
+        register_sampler("toy-misdeclared", "a toy", tuned=(Tuned("temperature"),), options=meanings)(_toy_builder)
 
 
 def test_no_list_of_parameter_names_in_the_checks():

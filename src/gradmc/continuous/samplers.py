@@ -50,7 +50,7 @@ from gradmc.continuous import (
 )
 from gradmc.continuous.tempering import gaussian_reference, resolve_ladder
 from gradmc.linalg import cholesky_factor
-from gradmc.registry import Fix, Tuned, register_sampler
+from gradmc.registry import TARGET_ACCEPT_OPTION, WARMUP_RULE_OPTION, Fix, Tuned, register_sampler
 
 __all__ = [
     "build_rwm",
@@ -99,27 +99,17 @@ def _plain_sampler(name: str, init: Callable, one_step: Callable, params: dict, 
     "rwm",
     "random-walk Metropolis, isotropic or full-covariance Gaussian proposal; step size adapted in warm-up",
     tuned=(STEP_SIZE,),
+    options={
+        "step_size": "The step size h, the first value of the warm-up (default 2.38/sqrt(d)).",
+        "preconditioner": "The proposal covariance up to h² (default the identity); formerly ``cov``.",
+        "target_accept": TARGET_ACCEPT_OPTION,
+        "adapt": WARMUP_RULE_OPTION,
+    },
 )
 def build_rwm(
     target: Target, num_warmup: int, step_size=None, preconditioner=None, target_accept=0.25, adapt="dual_averaging"
 ):
-    """Random-walk Metropolis (:mod:`gradmc.continuous.rwm`).
-
-    Parameters
-    ----------
-    target : Target
-        The distribution.
-    num_warmup : int
-        Warm-up steps.
-    step_size : float, optional
-        The step size h, the first value of the warm-up (default 2.38/sqrt(d)).
-    preconditioner : array, optional
-        The proposal covariance up to h² (default the identity); formerly ``cov``.
-    target_accept : float
-        The acceptance probability the step size aims at.
-    adapt : {"dual_averaging", "robbins_monro", None}
-        The step-size rule in warm-up.
-    """
+    """Random-walk Metropolis (:mod:`gradmc.continuous.rwm`)."""
     chol = _cholesky(preconditioner, "RWM preconditioner (proposal covariance)", target.dim)
     step_size = 2.38 / jnp.sqrt(target.dim) if step_size is None else step_size
     rule = rule_by_name(adapt, target_accept)
@@ -132,28 +122,19 @@ def build_rwm(
     "mala",
     "Metropolis-adjusted Langevin, optional constant preconditioner; step size adapted in warm-up",
     tuned=(STEP_SIZE,),
+    options={
+        "step_size": "The step size gamma, the first value of the warm-up (default 0.5/d^(1/3)).",
+        "preconditioner": (
+            "M, the positive-definite matrix of the proposal N(x + gamma M g(x), 2 gamma M) (default the identity)."
+        ),
+        "target_accept": TARGET_ACCEPT_OPTION,
+        "adapt": WARMUP_RULE_OPTION,
+    },
 )
 def build_mala(
     target: Target, num_warmup: int, step_size=None, preconditioner=None, target_accept=0.574, adapt="dual_averaging"
 ):
-    """MALA (:mod:`gradmc.continuous.mala`, eq. 5.7-5.8).
-
-    Parameters
-    ----------
-    target : Target
-        The distribution.
-    num_warmup : int
-        Warm-up steps.
-    step_size : float, optional
-        The step size gamma, the first value of the warm-up (default 0.5/d^(1/3)).
-    preconditioner : array, optional
-        M, the positive-definite matrix of the proposal N(x + gamma M g(x), 2 gamma M)
-        (default the identity).
-    target_accept : float
-        The acceptance probability the step size aims at.
-    adapt : {"dual_averaging", "robbins_monro", None}
-        The step-size rule in warm-up.
-    """
+    """MALA (:mod:`gradmc.continuous.mala`, eq. 5.7-5.8)."""
     chol = _cholesky(preconditioner, "MALA preconditioner", target.dim)
     step_size = 0.5 / target.dim ** (1 / 3) if step_size is None else step_size
     rule = rule_by_name(adapt, target_accept)
@@ -162,21 +143,16 @@ def build_mala(
     )
 
 
-@register_sampler("ula", "unadjusted Langevin (MALA's move without the MH test); fixed step size, biased")
+@register_sampler(
+    "ula",
+    "unadjusted Langevin (MALA's move without the MH test); fixed step size, biased",
+    options={
+        "step_size": "The step size gamma (fixed; the bias grows with it).",
+        "preconditioner": "M, as for ``mala`` (default the identity).",
+    },
+)
 def build_ula(target: Target, num_warmup: int, step_size=0.01, preconditioner=None):
-    """ULA (:mod:`gradmc.continuous.mala` without the MH test).
-
-    Parameters
-    ----------
-    target : Target
-        The distribution.
-    num_warmup : int
-        Warm-up steps (plain kernel steps).
-    step_size : float
-        The step size gamma (fixed; the bias grows with it).
-    preconditioner : array, optional
-        M, as for ``mala`` (default the identity).
-    """
+    """ULA (:mod:`gradmc.continuous.mala` without the MH test)."""
     chol = _cholesky(preconditioner, "ULA preconditioner", target.dim)
     return step_size_sampler(
         "ula", mala.init, mala.build_kernel(False), target.logdensity_fn, step_size, None, mh_stats(1), chol=chol
@@ -184,22 +160,12 @@ def build_ula(target: Target, num_warmup: int, step_size=0.01, preconditioner=No
 
 
 @register_sampler(
-    "sgld", "stochastic gradient Langevin dynamics: minibatch gradients of K data, fixed step, no MH test"
+    "sgld",
+    "stochastic gradient Langevin dynamics: minibatch gradients of K data, fixed step, no MH test",
+    options={"step_size": "The step size gamma (fixed).", "batch_size": "K, drawn with replacement."},
 )
 def build_sgld(target: Target, num_warmup: int, step_size=1e-3, batch_size=32):
-    """SGLD (:mod:`gradmc.continuous.sgld`); needs a target with ``per_datum`` terms.
-
-    Parameters
-    ----------
-    target : Target
-        The distribution, with ``per_datum``.
-    num_warmup : int
-        Warm-up steps (plain kernel steps).
-    step_size : float
-        The step size gamma (fixed).
-    batch_size : int
-        K, drawn with replacement.
-    """
+    """SGLD (:mod:`gradmc.continuous.sgld`); needs a target with ``per_datum`` terms."""
     if target.per_datum is None:
         raise ValueError(f"sgld needs a target with per-datum likelihood terms; {target.name!r} has none")
     check_positive("batch_size", batch_size, integer=True)
@@ -247,6 +213,16 @@ def _hmc_step(kind: str, logdensity: Callable, **kernel_params) -> Callable:
     "Hamiltonian Monte Carlo (BlackJAX), fixed path length; Stan window adaptation in warm-up",
     tuned=(STEP_SIZE,),
     fixes=(DENSE_MASS,),
+    options={
+        "num_integration_steps": "Leapfrog steps per trajectory.",
+        "step_size": "The first step size (default 1 with window adaptation, else 0.5/d).",
+        "target_accept": TARGET_ACCEPT_OPTION,
+        "adapt": (
+            'One of {"window", "dual_averaging", "robbins_monro", None}: "window": step size and mass'
+            " matrix; otherwise the identity mass and this step-size rule."
+        ),
+        "dense_mass": "Adapt a dense mass matrix (window adaptation).",
+    },
 )
 def build_hmc(
     target: Target,
@@ -257,25 +233,7 @@ def build_hmc(
     adapt="window",
     dense_mass=False,
 ):
-    """HMC (:mod:`gradmc.continuous.hmc`).
-
-    Parameters
-    ----------
-    target : Target
-        The distribution.
-    num_warmup : int
-        Warm-up steps.
-    num_integration_steps : int
-        Leapfrog steps per trajectory.
-    step_size : float, optional
-        The first step size (default 1 with window adaptation, else 0.5/d).
-    target_accept : float
-        The acceptance probability the step size aims at.
-    adapt : {"window", "dual_averaging", "robbins_monro", None}
-        "window": step size and mass matrix; otherwise the identity mass and this step-size rule.
-    dense_mass : bool
-        Adapt a dense mass matrix (window adaptation).
-    """
+    """HMC (:mod:`gradmc.continuous.hmc`)."""
     check_positive("num_integration_steps", num_integration_steps, integer=True)
     if adapt == "window":
         return _window_sampler(
@@ -307,27 +265,17 @@ def build_hmc(
     "No-U-Turn sampler (BlackJAX) with Stan window adaptation of step size and mass matrix",
     tuned=(ALWAYS_STEP_SIZE,),
     fixes=(DENSE_MASS,),
+    options={
+        "step_size": "The first step size.",
+        "target_accept": TARGET_ACCEPT_OPTION,
+        "dense_mass": "Adapt a dense mass matrix.",
+        "max_num_doublings": "The largest tree depth.",
+    },
 )
 def build_nuts(
     target: Target, num_warmup: int, step_size=1.0, target_accept=0.8, dense_mass=False, max_num_doublings=10
 ):
-    """NUTS (:mod:`gradmc.continuous.hmc`) with Stan's window adaptation.
-
-    Parameters
-    ----------
-    target : Target
-        The distribution.
-    num_warmup : int
-        Warm-up steps.
-    step_size : float
-        The first step size.
-    target_accept : float
-        The acceptance probability the step size aims at.
-    dense_mass : bool
-        Adapt a dense mass matrix.
-    max_num_doublings : int
-        The largest tree depth.
-    """
+    """NUTS (:mod:`gradmc.continuous.hmc`) with Stan's window adaptation."""
     check_positive("max_num_doublings", max_num_doublings, integer=True)
     return _window_sampler(
         "nuts",
@@ -345,6 +293,14 @@ def build_nuts(
     "ct-hmc",
     "continuously tempered HMC (Graham & Storkey 2017): inverse temperature as a state, Gaussian base",
     tuned=(ALWAYS_STEP_SIZE,),
+    options={
+        "base_mean": "The mean of the Gaussian base q (default 0).",
+        "base_cov": "The covariance of the Gaussian base q (default I).",
+        "kernel": 'One of {"hmc", "nuts"}: the trajectory.',
+        "num_integration_steps": "Leapfrog steps per HMC trajectory.",
+        "target_accept": TARGET_ACCEPT_OPTION,
+        "num_is_samples": "Importance draws for the estimate of c = log Z.",
+    },
 )
 def build_ct_hmc(
     target: Target,
@@ -356,27 +312,7 @@ def build_ct_hmc(
     target_accept=0.8,
     num_is_samples=2000,
 ):
-    """Continuously tempered HMC (:mod:`gradmc.continuous.ct_hmc`) with Stan's window adaptation on (x, u).
-
-    Parameters
-    ----------
-    target : Target
-        The distribution.
-    num_warmup : int
-        Warm-up steps.
-    base_mean : array, optional
-        The mean of the Gaussian base q (default 0).
-    base_cov : array, optional
-        The covariance of the Gaussian base q (default I).
-    kernel : {"hmc", "nuts"}
-        The trajectory.
-    num_integration_steps : int
-        Leapfrog steps per HMC trajectory.
-    target_accept : float
-        The acceptance probability the step size aims at.
-    num_is_samples : int
-        Importance draws for the estimate of c = log Z.
-    """
+    """Continuously tempered HMC (:mod:`gradmc.continuous.ct_hmc`) with Stan's window adaptation on (x, u)."""
     base = gaussian_reference(base_mean, base_cov, target.dim, "base_mean", "CT-HMC base covariance")
     if kernel not in hmc.KINDS:
         raise ValueError(f"kernel must be 'hmc' or 'nuts', got {kernel!r}")
@@ -409,21 +345,13 @@ def build_ct_hmc(
     "am",
     "adaptive Metropolis (Cholesky Robbins-Monro, Titsias & Dellaportas' code); RWM after warm-up",
     tuned=(Tuned("scale", switch=None),),
+    options={
+        "initial_scale": "delta_0 (default 0.1/sqrt(n)).",
+        "target_accept": "The acceptance probability delta aims at.",
+    },
 )
 def build_am(target: Target, num_warmup: int, initial_scale=None, target_accept=0.25):
-    """Adaptive Metropolis (:mod:`gradmc.continuous.am`); the kept chain is RWM with covariance delta L L^T.
-
-    Parameters
-    ----------
-    target : Target
-        The distribution.
-    num_warmup : int
-        Warm-up steps (the adaptation).
-    initial_scale : float, optional
-        delta_0 (default 0.1/sqrt(n)).
-    target_accept : float
-        The acceptance probability delta aims at.
-    """
+    """Adaptive Metropolis (:mod:`gradmc.continuous.am`); the kept chain is RWM with covariance delta L L^T."""
     scale0 = 0.1 / jnp.sqrt(target.dim) if initial_scale is None else initial_scale
     check_positive("initial_scale", scale0)
     check_probability("target_accept", target_accept)
@@ -520,7 +448,21 @@ def gad_sampler(
 
 
 def _register_gad(method: str, name: str, description: str) -> None:
-    @register_sampler(name, description, tuned=(ALWAYS_STEP_SIZE,))
+    @register_sampler(
+        name,
+        description,
+        tuned=(ALWAYS_STEP_SIZE,),
+        options={
+            "target_accept": (
+                "alpha*, the acceptance probability the adaptation aims at (default 0.25 for RWM, 0.55 for MALA)."
+            ),
+            "learning_rate": "eta, the RMSProp learning rate of L (default 5e-5 for RWM, 1.5e-4 for MALA).",
+            "kappa": "RMSProp's weight, in (0, 1].",
+            "L0": "The first Cholesky factor of the proposal covariance (default 0.1/sqrt(n) I).",
+            "beta0": "The first entropy weight.",
+            "G0": "The first RMSProp accumulator (every entry).",
+        },
+    )
     def build(
         target: Target,
         num_warmup: int,
@@ -531,28 +473,7 @@ def _register_gad(method: str, name: str, description: str) -> None:
         beta0: float = 1.0,
         G0: float = 0.01,
     ) -> BoundSampler:
-        """Gradient-based adaptive MCMC (:func:`gad_sampler`); the defaults are the released code's.
-
-        Parameters
-        ----------
-        target : Target
-            The distribution (flat positions).
-        num_warmup : int
-            Warm-up steps (the adaptation).
-        target_accept : float, optional
-            alpha*, the acceptance probability the adaptation aims at (default 0.25 for RWM,
-            0.55 for MALA).
-        learning_rate : float, optional
-            eta, the RMSProp learning rate of L (default 5e-5 for RWM, 1.5e-4 for MALA).
-        kappa : float
-            RMSProp's weight, in (0, 1].
-        L0 : array, optional
-            The first Cholesky factor of the proposal covariance (default 0.1/sqrt(n) I).
-        beta0 : float
-            The first entropy weight.
-        G0 : float
-            The first RMSProp accumulator (every entry).
-        """
+        """Gradient-based adaptive MCMC (:func:`gad_sampler`); the defaults are the released code's."""
         return gad_sampler(method, target, num_warmup, target_accept, learning_rate, kappa, L0, beta0, G0)
 
 
@@ -575,24 +496,16 @@ _register_gad(
 
 
 @register_sampler(
-    "ram", "repelling-attracting Metropolis (Tak et al. 2016): forced downhill then uphill moves between modes"
+    "ram",
+    "repelling-attracting Metropolis (Tak et al. 2016): forced downhill then uphill moves between modes",
+    options={
+        "step_size": "The proposal's standard deviation (default 1).",
+        "cov_scale": "Or its covariance ``cov_scale * I`` (4 for Kou scenario (a), 3.5 for (b)).",
+        "max_tries": "The cap of each forced loop.",
+    },
 )
 def build_ram(target: Target, num_warmup: int, step_size=None, cov_scale=None, max_tries=10_000):
-    """Repelling-attracting Metropolis (:mod:`gradmc.continuous.ram`).
-
-    Parameters
-    ----------
-    target : Target
-        The distribution.
-    num_warmup : int
-        Warm-up steps (plain kernel steps).
-    step_size : float, optional
-        The proposal's standard deviation (default 1).
-    cov_scale : float, optional
-        Or its covariance ``cov_scale * I`` (4 for Kou scenario (a), 3.5 for (b)).
-    max_tries : int
-        The cap of each forced loop.
-    """
+    """Repelling-attracting Metropolis (:mod:`gradmc.continuous.ram`)."""
     if step_size is not None and cov_scale is not None:
         raise ValueError("give step_size or cov_scale, not both")
     if cov_scale is not None:
@@ -650,10 +563,31 @@ def _tempering(
     return _Tempering(ladder, kernel, default_step, target_accept, evals)
 
 
+#: What the options that set a temperature ladder and its local move mean.
+LADDER_OPTIONS = {
+    "betas": "The ladder's inverse temperatures, from 1 (the target) down.",
+    "temperatures": "Or its temperatures T = 1 / beta, from 1 up (not with ``betas``).",
+    "num_temperatures": (
+        "K >= 2, the rungs of the geometric ladder used when neither ``betas`` nor ``temperatures`` is given."
+    ),
+    "beta_min": "The smallest inverse temperature of that geometric ladder, in (0, 1).",
+    "local": 'One of {"rwm", "hmc"}: the local move.',
+}
+
+
 @register_sampler(
     "parallel-tempering",
     "parallel tempering: vmapped replicas on a temperature ladder, even-odd neighbour swaps",
     tuned=(Tuned("step_sizes"),),
+    options={
+        **LADDER_OPTIONS,
+        "step_size": (
+            "The local move's step size at beta = 1 (replica k starts at step_size / sqrt(beta_k)), or one per replica."
+        ),
+        "num_integration_steps": 'Leapfrog steps of an HMC move (``local="hmc"``); formerly ``num_leapfrog_steps``.',
+        "adapt": "Adapt the step sizes in warm-up.",
+        "target_accept": "The acceptance probability the step sizes aim at (default 0.3 for RWM, 0.7 for HMC).",
+    },
 )
 def build_parallel_tempering(
     target: Target,
@@ -670,32 +604,6 @@ def build_parallel_tempering(
 ):
     """Parallel tempering (:mod:`gradmc.continuous.parallel_tempering`); each replica's step size follows the
     Robbins–Monro rule towards ``target_accept`` in warm-up and is frozen afterwards.
-
-    Parameters
-    ----------
-    target : Target
-        The distribution.
-    num_warmup : int
-        Warm-up steps.
-    betas : array_like, optional
-        The ladder's inverse temperatures, from 1 (the target) down.
-    temperatures : array_like, optional
-        Or its temperatures T = 1 / beta, from 1 up (not with ``betas``).
-    num_temperatures : int
-        K >= 2, the rungs of the geometric ladder used when neither ``betas`` nor ``temperatures`` is given.
-    beta_min : float
-        The smallest inverse temperature of that geometric ladder, in (0, 1).
-    local : {"rwm", "hmc"}
-        The local move.
-    step_size : float or array, optional
-        The local move's step size at beta = 1 (replica k starts at step_size / sqrt(beta_k)),
-        or one per replica.
-    num_integration_steps : int
-        Leapfrog steps of an HMC move (``local="hmc"``); formerly ``num_leapfrog_steps``.
-    adapt : bool
-        Adapt the step sizes in warm-up.
-    target_accept : float, optional
-        The acceptance probability the step sizes aim at (default 0.3 for RWM, 0.7 for HMC).
     """
     ladder, kernel, default_step, target_accept, evals = _tempering(
         parallel_tempering,
@@ -753,6 +661,14 @@ def build_parallel_tempering(
     "simulated-tempering",
     "simulated tempering: temperature index as a state, Wang-Landau pseudo-prior in warm-up",
     tuned=(STEP_SIZE,),
+    options={
+        **LADDER_OPTIONS,
+        "step_size": "The local move's step size at beta = 1.",
+        "num_integration_steps": 'Leapfrog steps of an HMC move (``local="hmc"``); formerly ``num_leapfrog_steps``.',
+        "adapt": "Robbins–Monro step size and Wang–Landau c_k in warm-up.",
+        "target_accept": "The acceptance probability the step sizes aim at (default 0.3 for RWM, 0.7 for HMC).",
+        "wang_landau_rate": "gamma_0 (gamma_t = gamma_0 K / (K + t)).",
+    },
 )
 def build_simulated_tempering(
     target: Target,
@@ -768,35 +684,7 @@ def build_simulated_tempering(
     target_accept=None,
     wang_landau_rate=1.0,
 ):
-    """Simulated tempering (:mod:`gradmc.continuous.simulated_tempering`).
-
-    Parameters
-    ----------
-    target : Target
-        The distribution.
-    num_warmup : int
-        Warm-up steps.
-    betas : array_like, optional
-        The ladder's inverse temperatures, from 1 (the target) down.
-    temperatures : array_like, optional
-        Or its temperatures T = 1 / beta, from 1 up (not with ``betas``).
-    num_temperatures : int
-        K >= 2, the rungs of the geometric ladder used when neither ``betas`` nor ``temperatures`` is given.
-    beta_min : float
-        The smallest inverse temperature of that geometric ladder, in (0, 1).
-    local : {"rwm", "hmc"}
-        The local move.
-    step_size : float, optional
-        The local move's step size at beta = 1.
-    num_integration_steps : int
-        Leapfrog steps of an HMC move (``local="hmc"``); formerly ``num_leapfrog_steps``.
-    adapt : bool
-        Robbins–Monro step size and Wang–Landau c_k in warm-up.
-    target_accept : float, optional
-        The acceptance probability the step sizes aim at (default 0.3 for RWM, 0.7 for HMC).
-    wang_landau_rate : float
-        gamma_0 (gamma_t = gamma_0 K / (K + t)).
-    """
+    """Simulated tempering (:mod:`gradmc.continuous.simulated_tempering`)."""
     ladder, kernel, default_step, target_accept, evals = _tempering(
         simulated_tempering,
         target,
@@ -860,7 +748,18 @@ def build_simulated_tempering(
 
 
 @register_sampler(
-    "equi-energy", "equi-energy sampler (Kou et al. 2006): energy rings, temperature ladder, bounded ring histories"
+    "equi-energy",
+    "equi-energy sampler (Kou et al. 2006): energy rings, temperature ladder, bounded ring histories",
+    options={
+        "energy_levels": (
+            "H_0 < ... < H_{K-1}, the energies that split each level's history into rings (default Kou et al.'s)."
+        ),
+        "temperatures": "T_0 = 1 < ... < T_{K-1}, one per level (default Kou et al.'s).",
+        "p_ee": "The equi-energy jump probability.",
+        "step_size": "tau, the Metropolis standard deviation at T = 1 (level i uses tau sqrt(T_i)).",
+        "buffer_size": "Points kept per level and ring.",
+        "stagger": "Steps between the starts of successive levels (default num_warmup // K).",
+    },
 )
 def build_equi_energy(
     target: Target,
@@ -872,28 +771,7 @@ def build_equi_energy(
     buffer_size=2000,
     stagger=None,
 ):
-    """The equi-energy sampler (:mod:`gradmc.continuous.equi_energy`).
-
-    Parameters
-    ----------
-    target : Target
-        The distribution.
-    num_warmup : int
-        Warm-up steps (plain kernel steps; the levels start one after another).
-    energy_levels : array_like
-        H_0 < ... < H_{K-1}, the energies that split each level's history into rings
-        (default Kou et al.'s).
-    temperatures : array_like
-        T_0 = 1 < ... < T_{K-1}, one per level (default Kou et al.'s).
-    p_ee : float
-        The equi-energy jump probability.
-    step_size : float
-        tau, the Metropolis standard deviation at T = 1 (level i uses tau sqrt(T_i)).
-    buffer_size : int
-        Points kept per level and ring.
-    stagger : int, optional
-        Steps between the starts of successive levels (default num_warmup // K).
-    """
+    """The equi-energy sampler (:mod:`gradmc.continuous.equi_energy`)."""
     levels, temps = equi_energy.check_ladder(energy_levels, temperatures)
     k = levels.size
     kernel = equi_energy.build_kernel(

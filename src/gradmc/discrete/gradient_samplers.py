@@ -29,7 +29,7 @@ from gradmc.curvature.pavg_model import make_preconditioner
 from gradmc.discrete import avg, block_gibbs, ffbs, ncg, ordinal_ncg, pavg
 from gradmc.discrete.fallback import with_fallback
 from gradmc.discrete.proposals import check_space, stats
-from gradmc.registry import Tuned, register_sampler
+from gradmc.registry import TARGET_ACCEPT_OPTION, WARMUP_RULE_OPTION, Tuned, register_sampler
 from gradmc.spaces import Categorical
 
 __all__ = [
@@ -133,24 +133,17 @@ def first_order_sampler(
     tuned=(Tuned("step_size"),),
     kernel=ncg,
     kernel_options=("step_size",),
+    options={
+        "step_size": (
+            "ε > 0: the first value of the warm-up, or the value used throughout with ``adapt=None`` "
+            "(0.5 is the paper's Ising value)."
+        ),
+        "adapt": WARMUP_RULE_OPTION,
+        "target_accept": TARGET_ACCEPT_OPTION,
+    },
 )
 def build_ncg(target: Target, num_warmup: int, step_size=0.5, adapt="dual_averaging", target_accept=TARGET_ACCEPT):
-    """NCG (:mod:`gradmc.discrete.ncg`), its step size ε adapted in warm-up.
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A target on a discrete space.
-    num_warmup : int
-        Warm-up steps: ε follows ``adapt`` during them and is frozen after.
-    step_size : float
-        ε > 0: the first value of the warm-up, or the value used throughout with
-        ``adapt=None`` (0.5 is the paper's Ising value).
-    adapt : {"dual_averaging", "robbins_monro", None}
-        The warm-up rule (dual averaging of log ε towards ``target_accept``); None keeps ε.
-    target_accept : float
-        The mean acceptance probability aimed at (default 0.574, as DISCS's DMALA).
-    """
+    """NCG (:mod:`gradmc.discrete.ncg`), its step size ε adapted in warm-up."""
     return first_order_sampler("ncg", ncg, target, num_warmup, step_size, adapt, target_accept)
 
 
@@ -161,29 +154,21 @@ def build_ncg(target: Target, num_warmup: int, step_size=0.5, adapt="dual_averag
     tuned=(Tuned("step_size"),),
     kernel=ordinal_ncg,
     kernel_options=("step_size", "radius"),
+    options={
+        "step_size": "ε > 0: the first value of the warm-up, or the value used throughout with ``adapt=None``.",
+        "radius": (
+            "r ≥ 1: a coordinate moves by at most r value indices per step (default min(k − 1, 8) for"
+            " k values, :func:`gradmc.discrete.ordinal_ncg.radius_for`: on small value sets the "
+            "window holds every value and this is NCG)."
+        ),
+        "adapt": WARMUP_RULE_OPTION,
+        "target_accept": TARGET_ACCEPT_OPTION,
+    },
 )
 def build_ordinal_ncg(
     target: Target, num_warmup: int, step_size=0.5, radius=None, adapt="dual_averaging", target_accept=TARGET_ACCEPT
 ):
-    """Ordinal NCG (:mod:`gradmc.discrete.ordinal_ncg`), its step size ε adapted in warm-up.
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A target on an ordered discrete space (Binary, Spin, Ordinal).
-    num_warmup : int
-        Warm-up steps: ε follows ``adapt`` during them and is frozen after.
-    step_size : float
-        ε > 0: the first value of the warm-up, or the value used throughout with ``adapt=None``.
-    radius : int, optional
-        r ≥ 1: a coordinate moves by at most r value indices per step (default min(k − 1, 8)
-        for k values, :func:`gradmc.discrete.ordinal_ncg.radius_for`: on small value sets the
-        window holds every value and this is NCG).
-    adapt : {"dual_averaging", "robbins_monro", None}
-        The warm-up rule (dual averaging of log ε towards ``target_accept``); None keeps ε.
-    target_accept : float
-        The mean acceptance probability aimed at (default 0.574, as NCG's).
-    """
+    """Ordinal NCG (:mod:`gradmc.discrete.ordinal_ncg`), its step size ε adapted in warm-up."""
     radius = ordinal_ncg.radius_for(ordinal_ncg.check_space(check_space(target, "ordinal-ncg")), radius)
     return first_order_sampler("ordinal-ncg", ordinal_ncg, target, num_warmup, step_size, adapt, target_accept, radius)
 
@@ -194,24 +179,17 @@ def build_ordinal_ncg(
     tuned=(Tuned("step_size"),),
     kernel=avg,
     kernel_options=("step_size",),
+    options={
+        "step_size": (
+            "ε > 0: the first value of the warm-up, or the value used throughout with ``adapt=None`` "
+            "(0.2 is the paper's Ising value)."
+        ),
+        "adapt": WARMUP_RULE_OPTION,
+        "target_accept": TARGET_ACCEPT_OPTION,
+    },
 )
 def build_avg(target: Target, num_warmup: int, step_size=0.2, adapt="dual_averaging", target_accept=TARGET_ACCEPT):
-    """AVG (:mod:`gradmc.discrete.avg`), its step size ε adapted in warm-up.
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A target on a discrete space.
-    num_warmup : int
-        Warm-up steps: ε follows ``adapt`` during them and is frozen after.
-    step_size : float
-        ε > 0: the first value of the warm-up, or the value used throughout with
-        ``adapt=None`` (0.2 is the paper's Ising value).
-    adapt : {"dual_averaging", "robbins_monro", None}
-        The warm-up rule (dual averaging of log ε towards ``target_accept``); None keeps ε.
-    target_accept : float
-        The mean acceptance probability aimed at (default 0.574).
-    """
+    """AVG (:mod:`gradmc.discrete.avg`), its step size ε adapted in warm-up."""
     return first_order_sampler("avg", avg, target, num_warmup, step_size, adapt, target_accept)
 
 
@@ -222,6 +200,32 @@ def build_avg(target: Target, num_warmup: int, step_size=0.2, adapt="dual_averag
     tuned=(Tuned("step_size"),),
     kernel=pavg,
     kernel_options=("step_size", "M"),
+    options={
+        "step_size": (
+            "The step size ε > 0 (default 0.2): with ``adapt``, where its tuning starts after M is "
+            "fitted (or from the first step with M given)."
+        ),
+        "M": (
+            "The preconditioner, symmetric (n, n). None: learn it by Alg. F.4 from the first "
+            "``min(num_fit, num_warmup // 2)`` warm-up steps."
+        ),
+        "initial_step_size": (
+            "The ε used (or where its tuning starts) before M is fitted (default ``step_size``; the "
+            "paper's poly2 runs use 0.02 then 1000)."
+        ),
+        "adapt_gamma": "Scale γM by AdaptGamma (Alg. F.5) every ``refit_interval`` warm-up steps.",
+        "num_fit": "N_M of Alg. F.4: the warm-up steps M is fitted from.",
+        "refit_interval": "N_adapt of Alg. F.4: warm-up steps between two AdaptGamma updates.",
+        "adapt_rate": "AdaptGamma's rate.",
+        "decay": "The decay of AdaptGamma's rate per window, in (0, 1].",
+        "adapt": (
+            'One of {"dual_averaging", "robbins_monro", None}: the rule ε follows at every warm-up '
+            "step (dual averaging of log ε towards ``target_accept``, on the acceptance rate pooled "
+            "over chains, ε ≤ 10⁶), one ε for all chains as M is; None keeps ε as given (the paper's "
+            "settings)."
+        ),
+        "target_accept": TARGET_ACCEPT_OPTION,
+    },
 )
 def build_pavg(
     target: Target,
@@ -239,38 +243,6 @@ def build_pavg(
 ):
     """PAVG (:mod:`gradmc.discrete.pavg`) with M given or learned in warm-up (Alg. F.4/F.5)
     and ε adapted with it.
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A target on a discrete space.
-    num_warmup : int
-        Warm-up steps; learning M needs ``num_warmup >= 200``.
-    step_size : float
-        The step size ε > 0 (default 0.2): with ``adapt``, where its tuning starts after M
-        is fitted (or from the first step with M given).
-    M : array_like, optional
-        The preconditioner, symmetric (n, n). None: learn it by Alg. F.4 from the first
-        ``min(num_fit, num_warmup // 2)`` warm-up steps.
-    initial_step_size : float, optional
-        The ε used (or where its tuning starts) before M is fitted (default
-        ``step_size``; the paper's poly2 runs use 0.02 then 1000).
-    adapt_gamma : bool
-        Scale γM by AdaptGamma (Alg. F.5) every ``refit_interval`` warm-up steps.
-    num_fit : int
-        N_M of Alg. F.4: the warm-up steps M is fitted from.
-    refit_interval : int
-        N_adapt of Alg. F.4: warm-up steps between two AdaptGamma updates.
-    adapt_rate : float
-        AdaptGamma's rate.
-    decay : float
-        The decay of AdaptGamma's rate per window, in (0, 1].
-    adapt : {"dual_averaging", "robbins_monro", None}
-        The rule ε follows at every warm-up step (dual averaging of log ε towards
-        ``target_accept``, on the acceptance rate pooled over chains, ε ≤ 10⁶), one ε for
-        all chains as M is; None keeps ε as given (the paper's settings).
-    target_accept : float
-        The mean acceptance probability ε is tuned towards (default 0.574).
     """
     space = check_space(target, "pavg")
     step_size = check_positive_param("PAVG step size ε", step_size)
@@ -341,21 +313,13 @@ def build_pavg(
     gradient=False,
     kernel=block_gibbs,
     kernel_options=("M", "step_size"),
+    options={
+        "M": 'The Hessian of f (default: J + Jᵀ from ``target.metadata["J"]``).',
+        "step_size": "ε > 0; any value gives an exact sampler (it sets d_ε = max(0, −λ_min) + 2/ε).",
+    },
 )
 def build_block_gibbs(target: Target, num_warmup: int, M=None, step_size=1.0):
-    """Block Gibbs (:mod:`gradmc.discrete.block_gibbs`), exact for quadratic f.
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A quadratic target on a discrete space.
-    num_warmup : int
-        Warm-up steps (ordinary steps: nothing adapts).
-    M : array_like, optional
-        The Hessian of f (default: J + Jᵀ from ``target.metadata["J"]``).
-    step_size : float
-        ε > 0; any value gives an exact sampler (it sets d_ε = max(0, −λ_min) + 2/ε).
-    """
+    """Block Gibbs (:mod:`gradmc.discrete.block_gibbs`), exact for quadratic f."""
     del num_warmup
     space = check_space(target, "block-gibbs")
     M = block_gibbs.hessian_of(target) if M is None else M
@@ -377,17 +341,11 @@ def build_block_gibbs(target: Target, num_warmup: int, M=None, step_size=1.0):
     "forward filtering-backward sampling of a chain of categorical sites (an HMM's states) from the log density's "
     "second-order model, with an MH test; an exact block Gibbs draw where it is quadratic in the one-hot rows",
     kernel=ffbs,
+    options={},
 )
 def build_ffbs(target: Target, num_warmup: int):
     """FFBS (:mod:`gradmc.discrete.ffbs`); nothing is tuned. A step costs the proposal's log
     density and gradient and twice 3K + 1 Hessian-vector products (about two gradients each).
-
-    Parameters
-    ----------
-    target : Target
-        A target on a Categorical space of two or more sites.
-    num_warmup : int
-        Warm-up steps (plain kernel steps).
     """
     space = check_space(target, "ffbs")
     if not isinstance(space, Categorical) or space.d < 2:

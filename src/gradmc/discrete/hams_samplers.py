@@ -36,7 +36,7 @@ from gradmc.discrete.gradient_samplers import (
     warmup_rule,
 )
 from gradmc.discrete.proposals import stats
-from gradmc.registry import Tuned
+from gradmc.registry import TARGET_ACCEPT_OPTION, Tuned
 
 __all__ = ["DELTA", "build_pavg_variance"]
 
@@ -119,6 +119,19 @@ def _dhams_builder(name, beta_default, settings):
         adapt="dual_averaging",
         target_accept=TARGET_ACCEPT,
     ):
+        """DHAMS (:mod:`gradmc.discrete.hams` with W = 0, D = δ⁻² I, L = δ⁻¹ I), δ adapted in warm-up.
+
+        The warm-up runs Zhou & Tan's Algorithm 5 (PD Supplement G; docs/discrete-hams.md §9)
+        as far as it can run online: ε and β stay fixed, δ follows dual averaging of log δ
+        towards ``target_accept`` (a larger δ is accepted less often) and is frozen after, and
+        φ/δ — the PDHAMS φ of §7.9, the size of the gradient correction relative to D — is
+        held at its starting value. Algorithm 5 chooses φ by the ESS of whole runs, which a
+        warm-up cannot compare, so φ/δ keeps the DHAMS code's calibrated ratio
+        (:data:`gradmc.discrete.hams.DHAMS_SETTINGS`) unless ``phi`` or ``delta`` are given: a
+        compromise, as ``phi=0`` does better on DISCS's Ising model and worse on the discrete
+        Gaussian and poly2 (docs/samplers.md, "Tuning in warm-up"). ``adapt=None`` runs the
+        values given (by default the DHAMS code's discrete-Gaussian settings) throughout.
+        """
         space = hams.check_space(target)
         hams.check_hyper(epsilon, beta, delta)
         phi_pdhams = float(phi) / float(delta)
@@ -128,51 +141,49 @@ def _dhams_builder(name, beta_default, settings):
             return _hams_sampler(name, target, space, precond, epsilon, phi_pdhams, beta, delta)
         return _adapted_dhams_sampler(name, target, space, rule, delta, epsilon, phi_pdhams, beta)
 
-    build.__doc__ = f"""{name.upper()} (:mod:`gradmc.discrete.hams` with W = 0, D = δ⁻² I, L = δ⁻¹ I), δ adapted in
-    warm-up.
-
-    The warm-up runs Zhou & Tan's Algorithm 5 (PD Supplement G; docs/discrete-hams.md §9) as
-    far as it can run online: ε and β stay fixed, δ follows dual averaging of log δ towards
-    ``target_accept`` (a larger δ is accepted less often) and is frozen after, and φ/δ — the
-    PDHAMS φ of §7.9, the size of the gradient correction relative to D — is held at its
-    starting value. Algorithm 5 chooses φ by the ESS of whole runs, which a warm-up cannot
-    compare, so φ/δ keeps the DHAMS code's calibrated ratio ({phi0} / {delta0}) unless ``phi``
-    or ``delta`` are given: a compromise, as ``phi=0`` does better on DISCS's Ising model and
-    worse on the discrete Gaussian and poly2 (docs/samplers.md, "Tuning in warm-up").
-    ``adapt=None`` runs the values given (by default the DHAMS code's discrete-Gaussian
-    settings) throughout.
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A target on a discrete space.
-    num_warmup : int
-        Warm-up steps: δ follows ``adapt`` during them and is frozen after.
-    delta : float
-        The step size δ > 0: the first value of the warm-up, or the value used throughout
-        with ``adapt=None`` (default {delta0}).
-    epsilon : float
-        The auto-regression ε ∈ [0, 1) (default {eps0}).
-    phi : float
-        The gradient correction φ in the DHAMS parametrisation, at the starting δ (default
-        {phi0}); while δ adapts, φ/δ is held.
-    beta : float
-        The over-relaxation β ∈ (0, 1] (default {beta_default}).
-    adapt : {{"dual_averaging", "robbins_monro", None}}
-        The warm-up rule for δ (towards ``target_accept``); None keeps δ.
-    target_accept : float
-        The mean acceptance probability aimed at (default 0.574, as NCG's).
-    """
     return build
 
 
+#: What the options of the HAMS samplers mean (PDHAMS's first five; DHAMS's all but ``W``).
+HAMS_OPTIONS = {
+    "W": (
+        "The second-order model (default: the target's ``metadata['W']``, else learned in warm-up: dense up "
+        "to d = 2,000 or of low rank on the Hessian's range where that is small, above d = 2,000 sparse on "
+        "the Hessian's diagonals or graph with φ = 0 only; docs/discrete-hams.md §8.7–§8.10). A learned W: "
+        "the first half of the warm-up (at least 200 steps) explores with a self-tuning NCG, W is fitted "
+        "from the moves of all chains (PD eq. 38) and the second half runs the sampler; with a given W the "
+        "warm-up steps are ordinary steps."
+    ),
+    "delta": (
+        "The step size δ > 0: D = (δ − λ_min W) I (a learned sparse W: the Gershgorin D_i = δ − W_ii + "
+        "Σ_j |w_ij|); the first value of its tuning, or the value used throughout with ``adapt=None``."
+    ),
+    "epsilon": "The auto-regression ε ∈ [0, 1).",
+    "phi": "The gradient correction φ (DHAMS: in its own parametrisation, at the starting δ; φ/δ is held).",
+    "beta": "The over-relaxation β ∈ (0, 1].",
+    "adapt": (
+        'One of {"dual_averaging", "robbins_monro", None}: the rule that tunes δ (with a learned W, after '
+        "the fit: one δ for all chains, the acceptance rate pooled, δ ≥ δ₀/4), frozen after; None keeps "
+        "``delta``. A given W runs with the ``delta`` given."
+    ),
+    "target_accept": TARGET_ACCEPT_OPTION,
+}
+DHAMS_OPTIONS = {
+    **{option: meaning for option, meaning in HAMS_OPTIONS.items() if option != "W"},
+    "delta": "The step size δ > 0 (D = δ⁻² I): the first value of its tuning, or the value used throughout.",
+}
+
 register_discrete(
-    "v-dhams", "vanilla discrete HAMS (Zhou & Tan, DHAMS): δ adapted in warm-up; ε, φ/δ fixed; β = 1", tuned=(DELTA,)
+    "v-dhams",
+    "vanilla discrete HAMS (Zhou & Tan, DHAMS): δ adapted in warm-up; ε, φ/δ fixed; β = 1",
+    tuned=(DELTA,),
+    options=DHAMS_OPTIONS,
 )(_dhams_builder("v-dhams", 1.0, hams.DHAMS_SETTINGS["v-dhams"]))
 register_discrete(
     "o-dhams",
     "over-relaxed discrete HAMS (Zhou & Tan, DHAMS): δ adapted in warm-up; ε, φ/δ, β < 1 fixed",
     tuned=(DELTA,),
+    options=DHAMS_OPTIONS,
 )(_dhams_builder("o-dhams", 0.1, hams.DHAMS_SETTINGS["o-dhams"]))
 
 
@@ -355,40 +366,11 @@ def _pdhams_builder(name, beta_default, eps_default, phi_default):
         adapt="dual_averaging",
         target_accept=TARGET_ACCEPT,
     ):
+        """PDHAMS (:mod:`gradmc.discrete.hams` with a second-order model W, given or learned in
+        warm-up); on one-hot Categorical rows W acts on the flat position.
+        """
         return _pdhams_sampler(name, target, num_warmup, W, delta, epsilon, phi, beta, adapt, target_accept)
 
-    build.__doc__ = f"""{name.upper()} (:mod:`gradmc.discrete.hams` with a second-order model W).
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A target on a discrete space (one-hot Categorical rows: W acts on the flat position).
-    num_warmup : int
-        Warm-up steps: when W is learned (no ``W`` given and none in the target's
-        metadata), the first half explores with a self-tuning NCG, W is fitted from the
-        moves of all chains (PD eq. 38) and the second half runs {name}; at least 200.
-        With a given W the warm-up steps are ordinary steps.
-    W : array_like, optional
-        The second-order model (default: the target's ``metadata['W']``, else learned in
-        warm-up: dense up to d = 2,000 or of low rank on the Hessian's range where that
-        is small, above d = 2,000 sparse on the Hessian's diagonals or graph with φ = 0
-        only; docs/discrete-hams.md §8.7–§8.10).
-    delta : float
-        The step size δ > 0: D = (δ − λ_min W) I (a learned sparse W: the Gershgorin
-        D_i = δ − W_ii + Σ_j |w_ij|). With a learned W, the first value of its tuning.
-    epsilon : float
-        The auto-regression ε ∈ [0, 1) (default {eps_default}).
-    phi : float
-        The gradient correction φ (default {phi_default}).
-    beta : float
-        The over-relaxation β ∈ (0, 1] (default {beta_default}).
-    adapt : {{"dual_averaging", "robbins_monro", None}}
-        With a learned W, the rule that tunes δ after the fit (one δ for all chains, the
-        acceptance rate pooled; δ ≥ δ₀/4), then frozen; None keeps ``delta``. A given W
-        runs with the ``delta`` given.
-    target_accept : float
-        The mean acceptance probability δ is tuned towards (default 0.574).
-    """
     return build
 
 
@@ -401,11 +383,13 @@ register_discrete(
     "v-pdhams",
     "vanilla preconditioned discrete HAMS (Zhou & Tan 2025, Alg. 1): W given or learned in warm-up; δ, ε, φ",
     tuned=(DELTA,),
+    options=HAMS_OPTIONS,
 )(_pdhams_builder("v-pdhams", 1.0, PDHAMS_EPSILON, 0.0))
 register_discrete(
     "o-pdhams",
     "over-relaxed preconditioned discrete HAMS (Zhou & Tan 2025, Alg. 3): W given or learned; δ, ε, φ, β",
     tuned=(DELTA,),
+    options=HAMS_OPTIONS,
 )(_pdhams_builder("o-pdhams", 0.1, PDHAMS_EPSILON, 0.0))
 
 
@@ -413,28 +397,10 @@ register_discrete(
     "pavg-variance",
     "PAVG in Zhou & Tan's variance form = PDHAMS with ε = 0, φ = 0, β = 1; W given or learned",
     tuned=(DELTA,),
+    options={option: HAMS_OPTIONS[option] for option in ("W", "delta", "adapt", "target_accept")},
 )
 def build_pavg_variance(
     target: Target, num_warmup: int, W=None, delta=1.0, adapt="dual_averaging", target_accept=TARGET_ACCEPT
 ):
-    """PAVG in Zhou & Tan's variance form: :mod:`gradmc.discrete.hams` with ε = 0, φ = 0, β = 1.
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A target on a discrete space (one-hot Categorical rows: W acts on the flat position).
-    num_warmup : int
-        Warm-up steps: W is learned in them as for the PDHAMS samplers when no W is given
-        (at least 200); with a given W they are ordinary steps.
-    W : array_like, optional
-        The second-order model (default: the target's ``metadata['W']``, else learned).
-    delta : float
-        The step size δ > 0: D = (δ − λ_min W) I; with a learned W, the first value of its
-        tuning.
-    adapt : {"dual_averaging", "robbins_monro", None}
-        With a learned W, the rule that tunes δ after the fit (as for ``v-pdhams``); None
-        keeps ``delta``.
-    target_accept : float
-        The mean acceptance probability δ is tuned towards (default 0.574).
-    """
+    """PAVG in Zhou & Tan's variance form: :mod:`gradmc.discrete.hams` with ε = 0, φ = 0, β = 1."""
     return _pdhams_sampler("pavg-variance", target, num_warmup, W, delta, 0.0, 0.0, 1.0, adapt, target_accept)

@@ -20,7 +20,7 @@ from gradmc.discrete.gradient_samplers import (
     warmup_rule,
 )
 from gradmc.discrete.proposals import check_space, stats
-from gradmc.registry import Tuned
+from gradmc.registry import TARGET_ACCEPT_OPTION, WARMUP_RULE_OPTION, Tuned
 from gradmc.spaces import Categorical, DiscreteSpace
 
 __all__ = [
@@ -73,6 +73,16 @@ def _gwg_sampler(name: str, target: Target, num_warmup, radius, num_flips, adapt
     tuned=(Tuned("num_flips"),),
     kernel=gwg,
     kernel_options=("num_flips",),
+    options={
+        "num_flips": (
+            "L in (0, d], the expected number of moves drawn per step: the first value of the warm-up"
+            " (it stays within [1, d]: at L = d and even weights each coordinate moves with "
+            "probability 1 − e⁻¹, and a larger L would make every move near-certain, a chain that "
+            "only oscillates), or the value used throughout with ``adapt=None``."
+        ),
+        "adapt": WARMUP_RULE_OPTION,
+        "target_accept": TARGET_ACCEPT_OPTION,
+    },
 )
 def build_gwg(target: Target, num_warmup: int, num_flips=1.0, adapt="dual_averaging", target_accept=TARGET_ACCEPT):
     """Gibbs-with-Gradients (:mod:`gradmc.discrete.gwg`): each step changes about L =
@@ -82,22 +92,6 @@ def build_gwg(target: Target, num_warmup: int, num_flips=1.0, adapt="dual_averag
     of radius 1). Otherwise every coordinate may change: coordinate i moves with
     probability 1 − exp(−L·w_i), w_i its probability under the one-change proposal (the
     module doc says why this is exact); a step costs the same whatever L.
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A target on a discrete space.
-    num_warmup : int
-        Warm-up steps: L follows ``adapt`` during them and is frozen after.
-    num_flips : float
-        L in (0, d], the expected number of moves drawn per step: the first value of the
-        warm-up (it stays within [1, d]: at L = d and even weights each coordinate moves
-        with probability 1 − e⁻¹, and a larger L would make every move near-certain, a
-        chain that only oscillates), or the value used throughout with ``adapt=None``.
-    adapt : {"dual_averaging", "robbins_monro", None}
-        The warm-up rule for L (towards ``target_accept``); None keeps it.
-    target_accept : float
-        The mean acceptance probability aimed at (default 0.574, as DISCS's adaptive GWG).
     """
     return _gwg_sampler("gwg", target, num_warmup, 1, num_flips, adapt, target_accept)
 
@@ -108,6 +102,15 @@ def build_gwg(target: Target, num_warmup: int, num_flips=1.0, adapt="dual_averag
     tuned=(Tuned("num_flips"),),
     kernel=gwg,
     kernel_options=("radius", "num_flips"),
+    options={
+        "radius": "r ≥ 1 (the paper tunes it, e.g. 16 / 8 for poly2 / poly4).",
+        "num_flips": (
+            "L > 0, the expected number of moves drawn per step (as for ``gwg``): the first value of "
+            "the warm-up, or the value used throughout with ``adapt=None``."
+        ),
+        "adapt": WARMUP_RULE_OPTION,
+        "target_accept": TARGET_ACCEPT_OPTION,
+    },
 )
 def build_ordinal_gwg(
     target: Target, num_warmup: int, radius=1, num_flips=1.0, adapt="dual_averaging", target_accept=TARGET_ACCEPT
@@ -115,22 +118,6 @@ def build_ordinal_gwg(
     """Ordinal Gibbs-with-Gradients (:mod:`gradmc.discrete.gwg`) on ordered values.
 
     ``num_flips=1, adapt=None`` is the paper's ordinal-GWG.
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A target on Binary, Spin or Ordinal values.
-    num_warmup : int
-        Warm-up steps: the number of coordinates moved follows ``adapt`` during them.
-    radius : int
-        r ≥ 1 (the paper tunes it, e.g. 16 / 8 for poly2 / poly4).
-    num_flips : float
-        L > 0, the expected number of moves drawn per step (as for ``gwg``): the first
-        value of the warm-up, or the value used throughout with ``adapt=None``.
-    adapt : {"dual_averaging", "robbins_monro", None}
-        The warm-up rule for L; None keeps it.
-    target_accept : float
-        The mean acceptance probability aimed at (default 0.574).
     """
     if isinstance(target.space, Categorical):
         raise ValueError("ordinal-gwg needs ordered values (Binary, Spin, Ordinal); use gwg on Categorical spaces")
@@ -208,6 +195,25 @@ def _kept_move_scale(scale, space: DiscreteSpace):
     kernel=uniform,
     kernel_options=("radius", "move_probability"),
     gradient=False,
+    options={
+        "radius": (
+            "r ≥ 1: with ``adapt=None`` the radius used throughout (2 / 1 for poly2 / poly4 in the "
+            "paper); with adaptation the warm-up starts from u = r·p."
+        ),
+        "move_probability": (
+            "p in (0, 1], the probability that a coordinate moves: with ``adapt=None`` used "
+            "throughout (1, every coordinate, is the paper's proposal)."
+        ),
+        "adapt": (
+            'One of {"dual_averaging", "robbins_monro", None}: the warm-up rule (dual averaging of '
+            "log u towards ``target_accept``, u kept in [1/d, k − 1] for k values per coordinate); "
+            "None keeps r and p."
+        ),
+        "target_accept": (
+            "The mean acceptance probability aimed at (default 0.234, the optimal acceptance of a "
+            "random walk that moves many coordinates at once, Roberts, Gelman & Gilks 1997)."
+        ),
+    },
 )
 def build_mh_uniform(
     target: Target,
@@ -224,25 +230,6 @@ def build_mh_uniform(
     with r = round(u) (every coordinate moves), u < 1 moves each coordinate with probability
     p = u within r = 1. The warm-up adapts u (``trace.params["move_scale"]``); on a binary
     model, where r = 1 already spans both values, only p can make the move smaller.
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A target on a discrete space.
-    num_warmup : int
-        Warm-up steps: u follows ``adapt`` during them and is frozen after.
-    radius : int
-        r ≥ 1: with ``adapt=None`` the radius used throughout (2 / 1 for poly2 / poly4 in
-        the paper); with adaptation the warm-up starts from u = r·p.
-    move_probability : float
-        p in (0, 1], the probability that a coordinate moves: with ``adapt=None`` used
-        throughout (1, every coordinate, is the paper's proposal).
-    adapt : {"dual_averaging", "robbins_monro", None}
-        The warm-up rule (dual averaging of log u towards ``target_accept``, u kept in
-        [1/d, k − 1] for k values per coordinate); None keeps r and p.
-    target_accept : float
-        The mean acceptance probability aimed at (default 0.234, the optimal acceptance of
-        a random walk that moves many coordinates at once, Roberts, Gelman & Gilks 1997).
     """
     space = check_space(target, "mh-uniform")
     radius = check_radius(radius)
@@ -286,19 +273,11 @@ def build_mh_uniform(
     kernel=gibbs,
     kernel_options=("scan",),
     gradient=False,
+    options={"scan": 'One of {"random", "systematic"}: which coordinate a step updates.'},
 )
 def build_gibbs(target: Target, num_warmup: int, scan: str = "random"):
     """Single-site Gibbs (:mod:`gradmc.discrete.gibbs`). One step = one coordinate update
     (k log-density evaluations, batched); d steps make a sweep.
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A target on a discrete space.
-    num_warmup : int
-        Warm-up steps (ordinary steps: nothing adapts).
-    scan : {"random", "systematic"}
-        Which coordinate a step updates.
     """
     del num_warmup
     space = check_space(target, "gibbs")
@@ -318,19 +297,13 @@ def build_gibbs(target: Target, num_warmup: int, scan: str = "random"):
     "blocked Gibbs for conditionally independent discrete sites (a NumPyro plate of labels): every site drawn "
     "from its exact conditional at once",
     gradient=False,
+    options={},
 )
 def build_plate_gibbs(target: Target, num_warmup: int):
     """Blocked Gibbs (:mod:`gradmc.discrete.plate_gibbs`) on a target that gives its site terms
     (``target.metadata["site_terms"]``, which :func:`gradmc.from_numpyro` builds for a discrete
     site in a plate). One step = every site drawn from its exact conditional (k + 1
     log-density evaluations, batched).
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A target on a discrete space of scalar sites, with its site terms.
-    num_warmup : int
-        Warm-up steps (ordinary steps: nothing adapts).
     """
     del num_warmup
     space = plate_gibbs.check_space(check_space(target, "plate-gibbs"))
@@ -362,29 +335,27 @@ def build_plate_gibbs(target: Target, num_warmup: int):
     kernel=lattice_metropolis,
     kernel_options=("radius",),
     gradient=False,
+    options={
+        "radius": (
+            "r ≥ 1: the first value of the warm-up, or the value used throughout with ``adapt=None`` "
+            "(the papers' tuned r = 2 on the discrete Gaussian)."
+        ),
+        "adapt": (
+            'One of {"dual_averaging", "robbins_monro", None}: the warm-up rule (dual averaging of '
+            "log r towards ``target_accept``, r kept in {1, …, k − 1} for k values per coordinate); "
+            "None keeps r."
+        ),
+        "target_accept": (
+            "The mean acceptance probability aimed at (default 0.44, the optimal acceptance of a "
+            "one-dimensional random walk, Gelman, Roberts & Gilks 1996: a step moves one coordinate)."
+        ),
+    },
 )
 def build_lattice_metropolis(
     target: Target, num_warmup: int, radius=2, adapt="dual_averaging", target_accept=SINGLE_SITE_ACCEPT
 ):
     """The lattice Metropolis (:mod:`gradmc.discrete.lattice_metropolis`), its radius r
     adapted in warm-up.
-
-    Parameters
-    ----------
-    target : gradmc.base.Target
-        A target on Binary, Spin or Ordinal values.
-    num_warmup : int
-        Warm-up steps: r follows ``adapt`` during them and is frozen, rounded, after.
-    radius : int
-        r ≥ 1: the first value of the warm-up, or the value used throughout with
-        ``adapt=None`` (the papers' tuned r = 2 on the discrete Gaussian).
-    adapt : {"dual_averaging", "robbins_monro", None}
-        The warm-up rule (dual averaging of log r towards ``target_accept``, r kept in
-        {1, …, k − 1} for k values per coordinate); None keeps r.
-    target_accept : float
-        The mean acceptance probability aimed at (default 0.44, the optimal acceptance of
-        a one-dimensional random walk, Gelman, Roberts & Gilks 1996: a step moves one
-        coordinate).
     """
     space = hams.check_space(target)
     return _radius_sampler(
