@@ -339,3 +339,24 @@ def test_sample_runs_a_user_model_file(model_file, tmp_path, capsys, spec, extra
         assert float(posterior["tau"].min()) > 0 and posterior["theta"].shape == (2, 40, 8)
     if spec == "potts":  # categorical draws written as labels
         assert posterior["x"].shape == (2, 40, 4) and set(np.unique(posterior["x"])) <= {0, 1, 2}
+
+
+def test_a_ctrl_c_while_the_finished_command_exits_is_ignored(tmp_path):
+    """The console script ignores a Ctrl-C that arrives as Python shuts down after the command
+    (here sent by the last exit handler): the exit status is the command's, with no stray
+    ``KeyboardInterrupt`` report. Plain ``sys.exit(main())`` prints "Exception ignored" there.
+    """
+    import subprocess
+    import sys
+
+    script = tmp_path / "late_interrupt.py"
+    script.write_text(
+        "import atexit, os, signal, sys, time\n"
+        "atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.5)))\n"
+        "from gradmc.cli import run_command\n"
+        "sys.argv = ['gradmc', 'describe', 'mala']\n"
+        "run_command()\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "mala [continuous]" in done.stdout
+    assert "KeyboardInterrupt" not in done.stderr and "Exception ignored" not in done.stderr

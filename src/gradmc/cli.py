@@ -13,6 +13,7 @@ import ast
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
 import textwrap
@@ -20,7 +21,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["main"]
+__all__ = ["main", "run_command"]
 
 #: Draws per chain the summary table and the comparison need (ESS and R-hat of split chains).
 SUMMARY_MIN_DRAWS = 4
@@ -571,5 +572,17 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def run_command() -> None:
+    """The ``gradmc`` console script: :func:`main`, then the process's exit with its status.
+
+    A Ctrl-C that arrives once the command has returned (while Python and JAX shut down) is
+    ignored, so a finished run exits with its own status instead of a stray
+    ``KeyboardInterrupt`` traceback.
+    """
+    status = main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command()
