@@ -21,6 +21,7 @@ whose weights all underflow in float32 still resample correctly.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -32,7 +33,14 @@ import numpy as np
 from gradmc.base import Target
 from gradmc.spaces import Real
 
-__all__ = ["ExtendedLayout", "ExtendedDraws", "logit_to_beta", "pseudo_extended", "resample_extended"]
+__all__ = [
+    "ExtendedLayout",
+    "ExtendedDraws",
+    "logit_to_beta",
+    "pseudo_extended",
+    "resample_extended",
+    "sample_extended",
+]
 
 
 @dataclass(frozen=True)
@@ -363,3 +371,46 @@ def resample_extended(trace_or_draws, extended_target: Target, key) -> ExtendedD
     ess = float(pooled.sum() ** 2 / np.sum(pooled**2))
     ess_iter = float(np.mean(1.0 / np.sum(weights**2, axis=-1)))
     return ExtendedDraws(draws, particles, weights, np.asarray(log_w), ess, ess_iter)
+
+
+def sample_extended(
+    run: Callable, target: Target, sampler, num_particles: int, options: dict | None, *, seed: int, **run_options
+):
+    """``gradmc.sample(target, sampler, extended=N)``: ``run`` (that function) on the
+    pseudo-extended target with N particles, then its draws resampled to draws of ``target``
+    by their importance weights (key ``fold_in(key(seed), 3)``, Prop. 3.1).
+
+    Parameters
+    ----------
+    run : callable
+        :func:`gradmc.sample`.
+    target : Target
+        The target.
+    sampler : str or Sampler
+        The sampler of the extended target.
+    num_particles : int
+        N.
+    options : dict, optional
+        Options of :func:`pseudo_extended`.
+    seed : int
+        The run's seed.
+    **run_options
+        The rest of the run's arguments.
+
+    Returns
+    -------
+    Trace
+        The extended run's trace with the resampled draws of ``target``; ``trace.extended``
+        keeps the particles, weights and the weights' effective sample size.
+    """
+    extended_target = pseudo_extended(target, num_particles, **(options or {}))
+    trace = run(extended_target, sampler, seed=seed, **run_options)
+    weighted = resample_extended(trace, extended_target, jax.random.fold_in(jax.random.key(seed), 3))
+    return dataclasses.replace(
+        trace,
+        target=target.name,
+        draws=weighted.draws,
+        extended=weighted,
+        variables=target.variables,
+        space=target.space,
+    )

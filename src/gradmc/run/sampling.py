@@ -11,7 +11,6 @@ order that depends on their number, so it agrees across device counts to roundin
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import os
@@ -34,7 +33,7 @@ from gradmc.checks import check_positive
 from gradmc.compile_cache import enable_compilation_cache
 from gradmc.composed import AUTO, auto_sampler, composed_sampler
 from gradmc.diagnostics.health import emit_warnings
-from gradmc.extended import pseudo_extended, resample_extended
+from gradmc.extended import sample_extended
 from gradmc.models import resolve_target
 from gradmc.registry import Entry
 from gradmc.registry import sampler as registered_sampler
@@ -604,25 +603,6 @@ def _trace(
     )
 
 
-def _sample_extended(
-    target: Target, sampler, num_particles: int, extended_options: dict | None, seed: int, **options
-) -> Trace:
-    """``sample(target, ..., extended=N)``: run the pseudo-extended target with N particles,
-    then resample the draws of ``target`` by their importance weights (key ``fold_in(key(seed), 3)``).
-    """
-    extended_target = pseudo_extended(target, num_particles, **(extended_options or {}))
-    trace = sample(extended_target, sampler, seed=seed, **options)
-    weighted = resample_extended(trace, extended_target, jax.random.fold_in(jax.random.key(seed), 3))
-    return dataclasses.replace(
-        trace,
-        target=target.name,
-        draws=weighted.draws,
-        extended=weighted,
-        variables=target.variables,
-        space=target.space,
-    )
-
-
 def sample(
     target: Target | str | Callable,
     sampler: str | Sampler,
@@ -720,13 +700,14 @@ def sample(
     seed = _check_seed(seed)
     _use_compilation_cache()
     target, init = resolve_target(target, init=init, space=space)
-    if extended is not None:
-        return _sample_extended(
+    if extended is not None:  # the pseudo-extended run calls this function on its own target
+        return sample_extended(
+            sample,
             target,
             sampler,
             extended,
             extended_options,
-            seed,
+            seed=seed,
             num_chains=num_chains,
             num_warmup=num_warmup,
             num_draws=num_draws,
