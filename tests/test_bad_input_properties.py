@@ -62,6 +62,7 @@ def sample_calls(draw):
     return target_name, draw(st.sampled_from(SAMPLERS)), options, kwargs
 
 
+@pytest.mark.slow
 @FUZZ
 @given(sample_calls())
 def test_sample_runs_or_raises_a_clear_error(call):

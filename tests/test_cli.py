@@ -32,6 +32,7 @@ def test_sample_prints_summary_and_writes_trace_and_plots(tmp_path, capsys):
     assert (tmp_path / "trace.png").exists() and (tmp_path / "pairs.png").exists()
 
 
+@pytest.mark.slow
 def test_sample_extended_resamples_back_to_the_target(tmp_path, capsys):
     """--extended N runs the pseudo-extended target and reports the importance weights' ESS."""
     argv = [
@@ -317,7 +318,9 @@ def model_file(tmp_path_factory):
     [
         ("log_p", ["--dim", "3"], "mala", {"x"}),
         ("potts", ["--space", "categorical:3x4"], "gwg", {"x"}),
-        ("schools", ["--data", "schools.npz"], "nuts", {"mu", "tau", "eta", "theta"}),
+        pytest.param(
+            "schools", ["--data", "schools.npz"], "nuts", {"mu", "tau", "eta", "theta"}, marks=pytest.mark.slow
+        ),
     ],
 )
 def test_sample_runs_a_user_model_file(model_file, tmp_path, capsys, spec, extra, sampler, names):

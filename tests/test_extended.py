@@ -154,6 +154,7 @@ def _mode_and_moment_z(draws, indicator_truths, moment_fns):
     return np.abs(np.asarray(zs))
 
 
+@pytest.mark.slow
 def test_pe_nuts_on_bimodal_matches_mixture(bimodal):
     """PE (N = 2, tempered q, NUTS) resampled draws: P(x > 0) = 1/2, E x = 0, E x^2 = 1.06.
     Plain NUTS from the same starts sticks to one mode per chain (the paper's Fig. 2)."""

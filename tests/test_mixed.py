@@ -95,6 +95,7 @@ def test_auto_is_exact_on_the_joint(target):
     assert posterior["g"].dtype.kind == "i" and posterior["z"].shape == (4, 2500, 1)
 
 
+@pytest.mark.slow
 def test_one_sampler_per_block_is_exact_and_frozen_after_warmup(target):
     choice = {"mu": "mala", ("g",): ("gibbs", 3), "z": gradmc.sampler("gwg", num_flips=1)}
     trace = gradmc.sample(target, choice, **RUN)
@@ -242,6 +243,7 @@ target = gradmc.from_function(log_density, init=init, space={"gamma": Binary(3)}
 """
 
 
+@pytest.mark.slow
 def test_command_line_one_sampler_per_part(tmp_path, capsys):
     from gradmc.cli import main
 
@@ -297,6 +299,7 @@ def exact_count():
     return probs, (SHAPE + mean_n) / (RATE + 1), (SHAPE + mean_n + var_n) / (RATE + 1) ** 2
 
 
+@pytest.mark.slow
 def test_a_latent_count_beside_its_rate_is_exact():
     from gradmc.spaces import Ordinal
 
@@ -312,6 +315,7 @@ def test_a_latent_count_beside_its_rate_is_exact():
     assert_moments_match(np.exp(posterior["log_lam"])[..., None], [mean_lam], var=[var_lam], p=0.01)
 
 
+@pytest.mark.slow
 def test_a_block_whose_proposals_freeze_is_reported_by_name():
     """Spike and slab written through ``gamma * beta`` (quadratic in the switches): NCG's
     first-order proposal misjudges every flip, its step size shrinks until it proposes the

@@ -351,6 +351,7 @@ PAGE = Path(__file__).resolve().parents[1] / "docs" / "own-model.md"
 EXAMPLES = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(EXAMPLES)))
 def test_own_model_page_examples_run(index, tmp_path, monkeypatch):
     code = EXAMPLES[index]

@@ -171,6 +171,7 @@ def switches_and_label():
     numpyro.sample("mu", dist.Normal(jnp.asarray(A_MIX) @ g + jnp.asarray(B_MIX)[:, z], 0.8).to_event(1))
 
 
+@pytest.mark.slow
 def test_discrete_sites_are_sampled_exactly():
     import itertools
 
@@ -240,6 +241,7 @@ def test_a_plate_of_indexed_labels_moves_by_blocked_gibbs_exactly():
     assert_moments_match(posterior["mu"][..., None], np.array([means]), var=np.array([second - means**2]), p=0.01)
 
 
+@pytest.mark.slow
 def test_labels_coupled_across_the_plate_get_single_site_gibbs():
     def coupled(x):
         mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
@@ -321,6 +323,7 @@ def latent_count(y, max_value=None):
     numpyro.sample("y", dist.Binomial(n, 0.3), obs=y)
 
 
+@pytest.mark.slow
 def test_a_count_cut_below_its_posterior_warns():
     """A Poisson site becomes a Count from 0 to a bound; its posterior (mean 21) lies beyond a
     bound of 22 set by hand, so the draws reach it and the run says so.

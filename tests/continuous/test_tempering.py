@@ -44,9 +44,13 @@ def assert_matches_bimodal(draws):
     "name, options",
     [
         ("parallel-tempering", dict(num_temperatures=6, beta_min=0.05)),
-        ("parallel-tempering", dict(temperatures=[1.0, 3.0, 10.0, 30.0], local="hmc", num_integration_steps=5)),
+        pytest.param(
+            "parallel-tempering",
+            dict(temperatures=[1.0, 3.0, 10.0, 30.0], local="hmc", num_integration_steps=5),
+            marks=pytest.mark.slow,
+        ),
         ("ram", dict(step_size=1.0)),
-        ("equi-energy", dict(step_size=0.3, buffer_size=500)),
+        pytest.param("equi-energy", dict(step_size=0.3, buffer_size=500), marks=pytest.mark.slow),
     ],
 )
 def test_sampler_leaves_bimodal_invariant(bimodal, name, options):

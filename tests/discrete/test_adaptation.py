@@ -71,6 +71,7 @@ def test_adaptation_reaches_the_target_acceptance(adapted):
     assert abs(acceptance - TARGET_ACCEPT) < 0.07, f"{name}: kept acceptance {acceptance:.3f}"
 
 
+@pytest.mark.slow
 def test_adapt_none_keeps_the_value(ising):
     trace = gradmc.sample(
         ising,
@@ -107,6 +108,7 @@ def test_the_learned_values_are_reported(adapted):
     assert line.startswith("learned in warm-up: ") and param in line, line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["v-pdhams", "o-pdhams"])
 def test_pdhams_learns_the_hessian_of_a_quadratic_target(name):
     """Without W, PDHAMS fits W by the gradient regression of PD eq. 38 on the warm-up moves of
@@ -131,6 +133,7 @@ def test_pdhams_learns_the_hessian_of_a_quadratic_target(name):
     assert np.all(fixed.stats["step_size"] == np.float32(1.0)) and np.all(np.asarray(fixed.params["delta"]) == 1.0)
 
 
+@pytest.mark.slow
 def test_pdhams_tunes_delta_towards_the_target_acceptance():
     """On a non-quadratic target (an RBM with 400 visibles) O-PDHAMS with the learned W accepts
     about 0.27 of its proposals at δ = 1; tuned after the fit, one δ for all chains lands the
@@ -159,6 +162,7 @@ def test_pdhams_learning_needs_warmup():
         gradmc.sample(gradmc.target("discs-ising", shape=4), "v-pdhams", num_warmup=50, num_draws=10, progress=False)
 
 
+@pytest.mark.slow
 def test_pdhams_refuses_to_learn_a_huge_dense_w():
     d = 2500  # above the dense limit, every pair of coordinates interacts (no sparse pattern), full rank
     A = np.random.default_rng(0).normal(size=(d, d)).astype(np.float32) / d
@@ -170,6 +174,7 @@ def test_pdhams_refuses_to_learn_a_huge_dense_w():
     gradmc.sampler("v-pdhams").bind(rank_one, 1000)  # a W of rank one (docs/discrete-hams.md §8.9)
 
 
+@pytest.mark.slow
 def test_step_size_capped_where_the_gradient_proposal_is_exact():
     """On independent bits (a linear f) AVG is exact at every ε (its M = 0 is the Hessian):
     the acceptance rate stays above the target, so ε rises to its cap, and the run says

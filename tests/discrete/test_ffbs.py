@@ -118,6 +118,7 @@ def test_without_the_reverse_move_the_bound_fails():
     assert tv > bound, (tv, bound)
 
 
+@pytest.mark.slow
 def test_auto_gives_ffbs_to_an_hmm_states_and_it_recovers_them():
     rng = np.random.default_rng(2)
     n, centres = 60, np.array([-2.0, 2.0], np.float32)

@@ -72,6 +72,7 @@ def test_probe_finds_the_graph():
     assert graph_model.hessian_graph(target.logdensity_fn, target.space, max_degree=degree - 1) is None
 
 
+@pytest.mark.slow
 def test_learned_graph_w_is_the_hessian(monkeypatch):
     """On a quadratic f, γ = H Δ exactly: the per-row regressions on the graph return H, and
     the kept draws, made with the frozen model, are rejection-free (§7.10)."""

@@ -144,6 +144,7 @@ def check_learned_hessian(trace, H):
     assert "W_rank 3" in gradmc.report.format_params(trace.params)
 
 
+@pytest.mark.slow
 def test_learned_low_rank_w_below_the_dense_limit():
     """d = 300 ≥ MIN_LOW_RANK_DIM: rank 3 ≤ d/4, so W is low-rank rather than dense."""
     target, H = low_rank_quadratic(300)
@@ -151,6 +152,7 @@ def test_learned_low_rank_w_below_the_dense_limit():
     check_learned_hessian(trace, H)
 
 
+@pytest.mark.slow
 def test_learned_low_rank_w_above_the_dense_limit(monkeypatch):
     """Above the dense limit (forced low), a dense Hessian has too many diagonals for the
     sparse form, and its rank 3 makes W low-rank; φ ≠ 0 is allowed (L⁻¹ exists)."""

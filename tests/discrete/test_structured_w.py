@@ -210,6 +210,7 @@ def learned_potts():
         )
 
 
+@pytest.mark.slow
 def test_learned_sparse_w_on_one_hot_rows(learned_potts):
     """The gradient of the Potts model is linear in the one-hot position: the fit returns its
     Hessian and the kept draws, made with the frozen model, are rejection-free."""
@@ -234,6 +235,7 @@ def learned():
         return gradmc.sample(LATTICE, "v-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False)
 
 
+@pytest.mark.slow
 def test_learned_sparse_w_is_the_hessian(learned):
     """On a quadratic f, γ = H Δ exactly: the per-row regressions return the Hessian J + Jᵀ."""
     model = jax.tree.map(lambda x: np.asarray(x)[0], learned.params["model"])
@@ -248,6 +250,7 @@ def test_learned_sparse_w_is_the_hessian(learned):
 FHMM = gradmc.target("discs-fhmm", shape=(6, 5))  # 6 time steps of 5 binary chains: d = 30
 
 
+@pytest.mark.slow
 def test_learned_sparse_w_with_dense_blocks():
     """The factorial HMM's Hessian couples every pair of chains at one time step (a rank-one
     block from the Gaussian likelihood: diagonals 1-4) and each chain to its next step
@@ -265,6 +268,7 @@ def test_learned_sparse_w_with_dense_blocks():
     assert np.all(trace.stats["acceptance_rate"] > 0.999)
 
 
+@pytest.mark.slow
 def test_kept_draws_use_the_frozen_model(learned):
     """With the exact W the kernel is rejection-free on this quadratic target (§7.10): a kept
     step that still explored (NCG, acceptance ≈ 0.57) or used another model would reject."""

@@ -104,7 +104,10 @@ WIDE_GAUSSIAN = discrete_gaussian(d=4, sigma=6.0, rho=0.5, half_width=30)
 
 
 @pytest.mark.parametrize(
-    "name, model", [(name, "ising") for name in DHAMS] + [(name, "wide") for name in RADIUS] + [("mh-uniform", "ising")]
+    "name, model",
+    [pytest.param(name, "ising", marks=pytest.mark.slow) for name in DHAMS]
+    + [(name, "wide") for name in RADIUS]
+    + [("mh-uniform", "ising")],
 )
 def test_adapted_acceptance_is_near_the_target(name, model):
     """Kept acceptance within 0.1 of the target. The per-chain mean acceptance of 1,000 steps

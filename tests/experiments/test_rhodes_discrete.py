@@ -28,6 +28,7 @@ class FakeClock:
         return self.t
 
 
+@pytest.mark.slow
 def test_run_timed_history_is_the_runners_chains(monkeypatch):
     """Under a fake clock, the post-burn-in history of run_timed is gradmc.sample's draws for the
     same seed (keys fold_in(chain_key, t)): its final errors equal the Accumulator's on those draws."""

@@ -276,6 +276,7 @@ def test_binary_coding_is_the_spin_model_with_four_times_the_step():
     np.testing.assert_array_equal(CODINGS["binary"].to_spin(x), s)
 
 
+@pytest.mark.slow
 def test_l1_mle_meets_the_exact_kkt_conditions(exact):
     """At l1_mle's J (3x3 torus, exact data), the exact model moments (enumeration) satisfy
     E_J[s_i s_j] − mean_data s_i s_j = −λ sign(J_ij) where J_ij ≠ 0 and |·| ≤ λ where J_ij = 0,

@@ -41,6 +41,7 @@ def _target():
     return Target("kill-test", lambda x: -0.5 * jnp.sum(x**2 * jnp.array([1.0, 4.0])), Real(2))
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_gives_identical_draws(tmp_path):
     reference = gradmc.sample(_target(), "mala", **RUN)
     ckpt = tmp_path / "ckpt"
@@ -109,6 +110,7 @@ MULTI_DEVICE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sharded_over_four_cpu_devices_matches_one_device(tmp_path):
     """Bit-identical with FMA contraction off (``--xla_cpu_max_isa=AVX``): with FMA, XLA's
     CPU code rounds differently for different per-device batch widths (last-ulp changes
@@ -150,6 +152,7 @@ MULTI_HOST = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_two_processes_on_loopback_merge_to_the_single_process_run(tmp_path):
     import socket
 

@@ -58,12 +58,14 @@ def test_params_show_the_shared_model_per_chain_without_copies(ising, pavg_refer
     assert "16x16" in gradmc.report.format_params({field: matrix})
 
 
+@pytest.mark.slow
 def test_chunking_does_not_change_a_pooled_warmup(ising, pavg_reference):
     chunked = gradmc.sample(ising, "pavg", chunk_size=50, **RUN)
     np.testing.assert_array_equal(chunked.indices, pavg_reference.indices)
     np.testing.assert_array_equal(chunked.params["precond"].matrix, pavg_reference.params["precond"].matrix)
 
 
+@pytest.mark.slow
 def test_an_interrupted_pooled_warmup_resumes_identically(ising, pavg_reference, tmp_path, monkeypatch):
     save = RunStore.save_chunk
     calls = []
