@@ -362,3 +362,24 @@ def test_a_latent_poisson_count_is_exact():
     mean_n, var_n = probs @ values, probs @ values**2 - (probs @ values) ** 2
     mean, var = (3.0 + mean_n) / 1.2, (3.0 + mean_n + var_n) / 1.2**2
     assert_moments_match(posterior["lam"][..., None], np.array([mean]), var=np.array([var]), p=0.01)
+
+
+def test_an_n_mixture_starts_where_its_counts_exceed_the_data():
+    """Prior draws of the counts fall below what the sites' detections require (a zero
+    density): NumPyro's start for the rates is found with the counts at their largest values,
+    and each chain's start raises its counts until the density is finite.
+    """
+    detections = np.array([[9.0, 7.0], [12.0, 10.0], [8.0, 11.0]])
+
+    def n_mixture(y):
+        lam = numpyro.sample("lam", dist.Gamma(2.0, 1.0))  # counts of about 2, far below the detections
+        with numpyro.plate("site", y.shape[0]):
+            n = numpyro.sample("N", dist.Poisson(lam))
+            with numpyro.plate("visit", y.shape[1], dim=-2):
+                numpyro.sample("y", dist.Binomial(n, 0.5), obs=y.T)
+
+    target = gradmc.from_numpyro(n_mixture, detections)
+    starts = jax.vmap(target.draw_initial)(jax.random.split(jax.random.key(0), 4))
+    assert np.all(np.isfinite(np.asarray(jax.vmap(target.logdensity_fn)(starts))))
+    counts = np.asarray(starts)[:, target.space.slices["N"]]
+    assert np.all(counts >= detections.max(axis=1))

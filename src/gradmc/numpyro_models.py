@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import inspect
+import warnings
 from collections.abc import Callable
 
 import jax
@@ -167,8 +168,7 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
     from numpyro.handlers import condition, seed, substitute, trace
     from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
 
-    first = {name: sites[name]["value"] for name in discrete}
-    info = initialize_model(jax.random.key(0), condition(model, data=first), model_args=args, model_kwargs=kwargs)
+    first, info = _feasible_start(model, args, kwargs, sites, discrete)
     flat, unravel = ravel_pytree(info.param_info.z)
     continuous = {name: Real(int(np.size(value))) for name, value in sorted(info.param_info.z.items())}
     space = Product({**continuous, **discrete})
@@ -194,7 +194,7 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         prior = trace(seed(model, key_discrete)).get_trace(*args, **kwargs)
         values = [_into(part, jnp.ravel(prior[name]["value"]).astype(flat.dtype)) for name, part in discrete.items()]
         start = initialize_model(key_continuous, condition(model, data=first), model_args=args, model_kwargs=kwargs)
-        return _lift_counts(jnp.concatenate([ravel_pytree(start.param_info.z)[0], *values]), space, logdensity_fn)
+        return _lift_ordered(jnp.concatenate([ravel_pytree(start.param_info.z)[0], *values]), space, logdensity_fn)
 
     @_without_validation
     def model_trace(x):
@@ -294,26 +294,60 @@ def _into(space: Space, values):
     return jnp.clip(values, space.low, space.high) if isinstance(space, Count) else values
 
 
-#: The shares of the way from a count's prior draw up to its bound tried as starts, in turn.
-_COUNT_LIFTS = (0.0, 0.125, 0.25, 0.5, 1.0)
+#: The shares of the way from an ordered site's prior draw up to its largest value tried as
+#: starts, in turn.
+_LIFTS = (0.0, 0.125, 0.25, 0.5, 1.0)
 
 
-def _lift_counts(start, space: Product, logdensity_fn: Callable):
-    """``start`` with its counts raised towards their bounds (:data:`_COUNT_LIFTS`, the first
-    share where the log density is finite): a prior draw of a count is often below what the
-    data imply (an N-mixture's N under its largest observed count), where the density is 0.
+def _lift_ordered(start, space: Product, logdensity_fn: Callable):
+    """``start`` with its ordered sites (counts, integer ranges) raised towards their largest
+    values (:data:`_LIFTS`, the first share where the log density is finite): a prior draw of
+    a count is often below what the data imply (an N-mixture's N under its largest observed
+    count), where the density is 0.
     """
-    counts = [name for name, part in space.parts.items() if isinstance(part, Count)]
-    if not counts:
+    ordered = [name for name, part in space.parts.items() if isinstance(part, Ordinal)]
+    if not ordered:
         return start
-    high = np.zeros(start.shape, np.float32)
-    mask = np.zeros(start.shape, bool)
-    for name in counts:
-        high[space.slices[name]], mask[space.slices[name]] = space.parts[name].high, True
-    shares = jnp.asarray(_COUNT_LIFTS, start.dtype)[:, None]
-    tried = jnp.where(mask, jnp.round(start + shares * (high - start)), start)
+
+    def lifted(share):
+        position = start
+        for name in ordered:
+            part, where = space.parts[name], space.slices[name]
+            index = part.to_index(start[where])
+            raised = jnp.round(index + share * (part.num_values - 1 - index)).astype(jnp.int32)
+            position = position.at[where].set(part.from_index(raised).astype(start.dtype))
+        return position
+
+    tried = jnp.stack([lifted(share) for share in _LIFTS])
     finite = jnp.isfinite(jax.vmap(logdensity_fn)(tried))
     return tried[jnp.argmax(finite)]
+
+
+def _feasible_start(model: Callable, args: tuple, kwargs: dict, sites: dict, discrete: dict[str, Space]):
+    """Values of the discrete sites under which NumPyro finds a start for the continuous ones,
+    and that start (``initialize_model``'s result): the prior run's values, else every site at
+    its largest value (a count above every observation it must exceed).
+    """
+    from numpyro.handlers import condition
+    from numpyro.infer.util import initialize_model
+
+    prior = {name: sites[name]["value"] for name in discrete}
+    top = {
+        name: np.full(np.shape(value), np.asarray(discrete[name].values)[-1]).astype(np.asarray(value).dtype)
+        for name, value in prior.items()
+    }
+    for values in (prior, top):
+        try:
+            with warnings.catch_warnings():  # the values tried may lie outside what the data allow
+                warnings.filterwarnings("ignore", "Out-of-support values", UserWarning)
+                conditioned = condition(model, data=values)
+                return values, initialize_model(jax.random.key(0), conditioned, model_args=args, model_kwargs=kwargs)
+        except RuntimeError:  # NumPyro found no finite start given these values
+            continue
+    raise ValueError(
+        "NumPyro finds no finite log density for the continuous sites, with the discrete sites at their draws "
+        f"from the prior or at their largest values ({', '.join(discrete)}); check the model's support"
+    )
 
 
 def _sampled_discrete_sites(sites: dict, others: list[dict]) -> dict[str, Space]:
@@ -374,8 +408,8 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
     ``funsor``), and ``trace.posterior()`` draws them back from their conditionals given each
     draw (as NumPyro's ``infer_discrete`` does). ``initial_position`` is NumPyro's default
     initialisation (uniform in (-2, 2) on the unconstrained scale, retried until the log
-    density and its gradient are finite; counts raised towards their bound until the log
-    density is finite), so ``gradmc.sample`` needs no ``init``. The target's
+    density and its gradient are finite; counts and other ordered sites raised towards their
+    largest value until the log density is finite), so ``gradmc.sample`` needs no ``init``. The target's
     :class:`~gradmc.variables.Variables` give the constrained value of every
     latent site and the value of every ``numpyro.deterministic`` site, under their names.
 
