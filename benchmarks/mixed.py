@@ -346,6 +346,23 @@ def discrete_means(posterior: dict, discrete) -> np.ndarray:
     return np.concatenate(out)
 
 
+def report(run: dict, continuous, discrete, ref_means) -> None:
+    """One row of the table, printed as soon as its run ends."""
+    ess = min_ess(run["posterior"], continuous + discrete)
+    err = np.max(np.abs(discrete_means(run["posterior"], discrete) - ref_means))
+    cells = (
+        ess,
+        run["end_to_end_s"],
+        run["sampling_s"],
+        ess / run["end_to_end_s"],
+        ess / run["sampling_s"],
+        1000 * ess / run["grad_evals"],
+        err,
+        run["warnings"],
+    )
+    print(f"{run['method']:48s} " + " ".join(f"{c:12.4g}" for c in cells), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="ssvs,mixture,hmm,logistic,nmixture")
@@ -360,17 +377,6 @@ def main() -> None:
     args = parser.parse_args()
     for model_name in args.models.split(","):
         target, model, init, continuous, discrete = MODELS[model_name]()
-        runs = []
-        for text in args.gradmc.split(","):
-            choice = "auto" if text == "auto" else dict(pair.split("=") for pair in text.split(";"))
-            runs.append(run_gradmc(target, choice, args))
-        numpyro_target = gradmc.from_numpyro(model)
-        # the NumPyro runs' start; every continuous site here is real-valued, so its unconstrained value is itself
-        start = np.concatenate([np.ravel(init[name]) for name in numpyro_target.space.parts]).astype(np.float32)
-        from_model = run_gradmc(numpyro_target, "auto", args, init=start)
-        runs.append({**from_model, "method": from_model["method"].replace("gradmc", "gradmc from_numpyro:")})
-        for kernel_name in ("DiscreteHMCGibbs(NUTS)", "MixedHMC(HMC)"):
-            runs.append(run_numpyro(model, init, kernel_name, args))
         reference = gradmc.sample(
             target,
             "auto",
@@ -392,22 +398,19 @@ def main() -> None:
             "max |err|",
             "warn",
         )
-        header = f"{'method':48s} " + " ".join(f"{c:>12s}" for c in columns)
-        print(header)
-        for run in runs:
-            ess = min_ess(run["posterior"], continuous + discrete)
-            err = np.max(np.abs(discrete_means(run["posterior"], discrete) - ref_means))
-            cells = (
-                ess,
-                run["end_to_end_s"],
-                run["sampling_s"],
-                ess / run["end_to_end_s"],
-                ess / run["sampling_s"],
-                1000 * ess / run["grad_evals"],
-                err,
-                run["warnings"],
-            )
-            print(f"{run['method']:48s} " + " ".join(f"{c:12.4g}" for c in cells))
+        print(f"{'method':48s} " + " ".join(f"{c:>12s}" for c in columns), flush=True)
+
+        for text in args.gradmc.split(","):
+            choice = "auto" if text == "auto" else dict(pair.split("=") for pair in text.split(";"))
+            report(run_gradmc(target, choice, args), continuous, discrete, ref_means)
+        numpyro_target = gradmc.from_numpyro(model)
+        # the NumPyro runs' start; every continuous site here is real-valued, so its unconstrained value is itself
+        start = np.concatenate([np.ravel(init[name]) for name in numpyro_target.space.parts]).astype(np.float32)
+        from_model = run_gradmc(numpyro_target, "auto", args, init=start)
+        from_model["method"] = from_model["method"].replace("gradmc", "gradmc from_numpyro:")
+        report(from_model, continuous, discrete, ref_means)
+        for kernel_name in ("DiscreteHMCGibbs(NUTS)", "MixedHMC(HMC)"):
+            report(run_numpyro(model, init, kernel_name, args), continuous, discrete, ref_means)
 
 
 if __name__ == "__main__":
