@@ -43,7 +43,7 @@ the discrete sites (each site's value, as ArviZ reads it), the seconds end to en
 compilation) and of sampling alone (a second run of the compiled chains for NumPyro; the
 warm-up and draw phases for gradmc), min ESS per second for both, min ESS per 1,000
 gradient evaluations where the method counts them, and the largest absolute error of the
-posterior means of the discrete sites (inclusion probabilities; each category's share of
+posterior means of the discrete sites (inclusion probabilities; counts; each category's share of
 each assignment) against a long reference run (gradmc ``"auto"`` with ``--reference-draws``
 draws per chain).
 
@@ -334,12 +334,18 @@ def run_numpyro(model, init: dict, kernel_name: str, args) -> dict:
     }
 
 
+#: An integer site whose draws reach this value is a count, compared by its mean (fewer values: a label).
+COUNT_LIKE = 16
+
+
 def discrete_means(posterior: dict, discrete) -> np.ndarray:
     """Posterior means of the discrete sites' values (a categorical site: of each category's indicator)."""
     out = []
     for name in discrete:
         x = np.asarray(posterior[name])
-        if x.dtype.kind in "iu" and x.max() > 1:
+        if x.dtype.kind in "iu" and x.max() >= COUNT_LIKE:  # a count: its mean
+            out.append(x.mean(axis=(0, 1)).ravel())
+        elif x.dtype.kind in "iu" and x.max() > 1:
             out.append(np.stack([(x == k).mean(axis=(0, 1)) for k in range(int(x.max()) + 1)], -1).ravel())
         else:
             out.append(x.mean(axis=(0, 1)).ravel())
