@@ -22,7 +22,7 @@
 
 Kernels are timed directly (``jit(scan(vmap(kernel)))``, compilation excluded), the
 samplers of one comparison in turn, and each time is the minimum over repeats (the
-machine is shared). Usage: ``python benchmarks/hams_step_cost.py [--quick]``.
+machine is shared). Usage: ``python benchmarks/hams_step_cost.py [--quick] [--parts abc]``.
 """
 
 from __future__ import annotations
@@ -270,16 +270,21 @@ def part_c(steps: int, repeats: int) -> list[dict]:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer steps and repeats")
+    parser.add_argument("--parts", default="abc", help="which of the parts (a), (b), (c) to run, e.g. c")
     args = parser.parse_args(argv)
     steps, repeats = (100, 3) if args.quick else (300, 7)
     print(f"devices: {jax.devices()}; {CHAINS} chains; {steps} steps; minimum of {repeats} interleaved runs\n")
-    print(format_table(part_a(steps, repeats), title="(a) PDHAMS step time / PAVG step time"))
-    print()
-    rows = part_b((100, 250, 500, 1000, 2000), steps, repeats)
-    print(format_table(rows, title="(b) step time / one batched f+grad evaluation, dense quadratic"))
-    print(dominance_line(rows))
-    print()
-    print(format_table(part_c(steps, repeats), title="(c) sparse W on DISCS's 100x100 Ising model: step time / NCG's"))
+    if "a" in args.parts:
+        print(format_table(part_a(steps, repeats), title="(a) PDHAMS step time / PAVG step time"))
+        print()
+    if "b" in args.parts:
+        rows = part_b((100, 250, 500, 1000, 2000), steps, repeats)
+        print(format_table(rows, title="(b) step time / one batched f+grad evaluation, dense quadratic"))
+        print(dominance_line(rows))
+        print()
+    if "c" in args.parts:
+        title = "(c) sparse W on DISCS's 100x100 Ising model: step time / NCG's"
+        print(format_table(part_c(steps, repeats), title=title))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The GPU figures of docs/benchmarks.md, in one go, on a machine whose Python already has
+# JAX with CUDA, NumPyro and Optax (gradmc itself and what else it imports travel as wheels
+# in .whl/, made with `pip download --no-deps`: blackjax, arviz, h5netcdf, xarray-einstats,
+# platformdirs).
+#
+#   bash benchmarks/gpu_run.sh            # the full set, logs under $OUT (default ./out/gpu)
+#   QUICK=1 bash benchmarks/gpu_run.sh    # small sizes: checks the script end to end on a CPU
+#
+# Each benchmark runs under its own time limit, so one that overruns leaves the others'
+# figures; each log is written as it goes.
+set -u
+OUT=${OUT:-out/gpu}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
+if ls .whl/*.whl >/dev/null 2>&1 && ! python3 -c "import blackjax, arviz" 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=$PYTHONPATH:/tmp/site
+fi
+
+run() {  # run LIMIT NAME COMMAND...: the command's output to the screen and $OUT/NAME.log
+  local limit=$1 name=$2
+  shift 2
+  echo "=== $name (limit ${limit} s): $*"
+  local start=$SECONDS
+  timeout "$limit" "$@" 2>&1 | tee "$OUT/$name.log"
+  echo "=== $name: exit ${PIPESTATUS[0]} after $((SECONDS - start)) s"
+}
+
+python3 -c "import jax, gradmc; print('jax', jax.__version__, jax.devices()); print('gradmc', gradmc.__file__)" || exit 1
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | tee "$OUT/gpu.txt"
+
+if [ "${QUICK:-0}" = 1 ]; then
+  run 300 step_cost python3 benchmarks/hams_step_cost.py --quick --parts c
+  run 300 discs_ising100 python3 benchmarks/discs.py --models ising100 --samplers ncg,v-pdhams,o-pdhams --steps 1000 --chains 4
+  run 300 speedup_1000 python3 benchmarks/gpu_speedup.py --chains 8 --steps 20
+else
+  run 90 step_cost python3 benchmarks/hams_step_cost.py --parts c
+  run 180 discs_ising100 python3 benchmarks/discs.py --models ising100 --samplers ncg,v-pdhams,o-pdhams
+  run 80 speedup_1000 python3 benchmarks/gpu_speedup.py --chains 1000 --steps 500 --cpu-steps 100
+  run 80 speedup_10000 python3 benchmarks/gpu_speedup.py --chains 10000 --steps 500 --cpu-steps 20
+fi
