@@ -18,7 +18,10 @@
     model (d = 10,000, the W that V-PDHAMS learns in a short warm-up, δ = 1, ε = 0.5): the step time of V- and O-PDHAMS
     divided by NCG's, and the share of the 2d Gaussian draws (one per coordinate and diagonal) a step makes for its
     momentum (``normals``: the draws alone, timed in the same kind of loop). The goal of
-    the DISCS benchmark is <= 2x NCG's step time.
+    the DISCS benchmark is <= 2x NCG's step time. Two more rows time O-PDHAMS's over-relaxed
+    proposal alone (its forward CDF, draw and the transition probabilities of both
+    directions, β = 0.1) in float64, as the kernel computes it, and in float32, to show what
+    the float64 arithmetic costs (large on a GPU, whose float64 units are few).
 
 Kernels are timed directly (``jit(scan(vmap(kernel)))``, compilation excluded), the
 samplers of one comparison in turn, and each time is the minimum over repeats (the
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import time
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -234,9 +238,44 @@ def normals_loop(shape, steps: int):
     return run
 
 
-def part_c(steps: int, repeats: int) -> list[dict]:
+def over_relaxation_loop(space, d: int, steps: int, x64: bool = True):
+    """jit(scan over ``steps`` of O-PDHAMS's over-relaxed proposal alone for 100 chains: the
+    forward CDF, the draw and T_β of both directions (β = 0.1), in float64 as the kernel
+    computes them, or with ``x64=False`` in float32 (not exact at small T_β: a measure of
+    what the float64 arithmetic costs, nothing more)."""
+    values = jnp.asarray(space.values, jnp.float32)
+
+    def propose(key, index, a):
+        bits = hams._or_bits(key, index.shape)
+        with jax.enable_x64(x64):
+            forward = hams._cumulative64_rows(jnp.stack([a * v for v in values]))
+            new, t_f = hams._or_propose64(bits, index, forward, jnp.float64(0.1))
+            backward = hams._cumulative64_rows(jnp.stack([-a * v for v in values]))
+            t_b = hams._transition64(*hams._bounds(backward, new), *hams._bounds(backward, index), jnp.float64(0.1))
+            return new, jnp.sum(jnp.log((t_b / t_f).astype(jnp.float32)))
+
+    @jax.jit
+    def run(key):
+        a = jax.random.normal(key, (CHAINS, d))
+
+        def body(index, k):
+            new, log_ratio = jax.vmap(propose)(jax.random.split(k, CHAINS), index, a)
+            return new, log_ratio
+
+        index = jnp.zeros((CHAINS, d), jnp.int32)
+        return jax.lax.scan(body, index, jax.random.split(key, steps))[1]
+
+    with warnings.catch_warnings():  # x64=False: float64 requests become float32, with a warning each
+        warnings.simplefilter("ignore", UserWarning)
+        jax.block_until_ready(run(jax.random.key(0)))
+    return run
+
+
+def ising100_loops(steps: int) -> tuple[dict, object]:
+    """NCG's, V-PDHAMS's and O-PDHAMS's step loops on DISCS's 100x100 Ising model, with the
+    sparse W that V-PDHAMS learns in a short warm-up; and that model."""
     target = gradmc.target("discs-ising", shape=100)
-    f, space, d = target.logdensity_fn, target.space, target.dim
+    f, space = target.logdensity_fn, target.space
     # the sparse model the sampler learns (a short warm-up), as one chain's view
     learned = gradmc.sample(target, "v-pdhams", num_chains=4, num_warmup=200, num_draws=1, seed=0, progress=False)
     model = jax.tree.map(lambda x: x[0], learned.params["model"])
@@ -254,14 +293,25 @@ def part_c(steps: int, repeats: int) -> list[dict]:
             target,
             steps,
         )
+    return loops, model
+
+
+def part_c(steps: int, repeats: int) -> list[dict]:
+    loops, model = ising100_loops(steps)
+    target = gradmc.target("discs-ising", shape=100)
+    space, d = target.space, target.dim
     loops["normals"] = normals_loop(model.momentum_shape(d), steps)
-    times = interleaved_times(loops, steps, repeats)
+    loops["over-relaxation"] = over_relaxation_loop(space, d, steps)
+    loops["over-relaxation, float32"] = over_relaxation_loop(space, d, steps, x64=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        times = interleaved_times(loops, steps, repeats)
     return [
         {
             "sampler": name,
             "ms_per_step": 1e3 * times[name],
             "vs_ncg": times[name] / times["ncg"],
-            "normals_share": times["normals"] / times[name] if name != "normals" else 1.0,
+            "normals_share": times["normals"] / times[name] if "pdhams" in name else "",
         }
         for name in loops
     ]

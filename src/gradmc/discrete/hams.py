@@ -223,7 +223,8 @@ def _reflect_and_jitter(q, lower, upper, beta):
         jnp.sqrt(2.0 * m1 * m2 * q),
         jnp.where(q <= 1.0 - ramp, m2 * q + 0.5 * m1, h + beta - jnp.sqrt(2.0 * m1 * m2 * jnp.maximum(1.0 - q, 0.0))),
     )
-    return jnp.mod(y - upper, 1.0)
+    x = y - upper  # in (−1, 1 + β): x − ⌊x⌋ is x mod 1, the same numbers without a float64 remainder
+    return x - jnp.floor(x)
 
 
 def _or_propose64(bits, i, cumulative, beta):
@@ -376,6 +377,9 @@ def build_kernel(beta: float = 1.0):
             with jax.enable_x64(True):
                 cumulative_f = _cumulative64_rows(_logit_rows(a_f, b, space))
                 new_index, t_f = _or_propose64(bits, index, cumulative_f, jnp.float64(beta))
+            # computed once: fused into the shifted reads of a sparse W's products and the
+            # target's gradient, XLA's GPU code would redo this float64 draw for each shift
+            new_index, t_f = jax.lax.optimization_barrier((new_index, t_f))
             s_new = space.from_index(new_index)
         s_new = s_new.astype(s.dtype)
         f_new, g_new = jax.value_and_grad(logdensity_fn)(s_new)
