@@ -323,13 +323,24 @@ def _lift_ordered(start, space: Product, logdensity_fn: Callable):
     return tried[jnp.argmax(finite)]
 
 
+def _initialize(model: Callable, args: tuple, kwargs: dict):
+    """NumPyro's ``initialize_model`` (its potential energy, the unconstrained sites' shapes and
+    a finite start), given a batch of one key: NumPyro then searches for the start in one
+    compiled loop, where a single key has it evaluate the model operation by operation (about
+    1 s more on a first run, each operation compiled on its own). The start is unbatched.
+    """
+    from numpyro.infer.util import initialize_model
+
+    info = initialize_model(jax.random.split(jax.random.key(0), 1), model, model_args=args, model_kwargs=kwargs)
+    return info._replace(param_info=jax.tree.map(lambda value: value[0], info.param_info))
+
+
 def _feasible_start(model: Callable, args: tuple, kwargs: dict, sites: dict, discrete: dict[str, Space]):
     """Values of the discrete sites under which NumPyro finds a start for the continuous ones,
     and that start (``initialize_model``'s result): the prior run's values, else every site at
     its largest value (a count above every observation it must exceed).
     """
     from numpyro.handlers import condition
-    from numpyro.infer.util import initialize_model
 
     prior = {name: sites[name]["value"] for name in discrete}
     top = {
@@ -341,7 +352,7 @@ def _feasible_start(model: Callable, args: tuple, kwargs: dict, sites: dict, dis
             with warnings.catch_warnings():  # the values tried may lie outside what the data allow
                 warnings.filterwarnings("ignore", "Out-of-support values", UserWarning)
                 conditioned = condition(model, data=values)
-                return values, initialize_model(jax.random.key(0), conditioned, model_args=args, model_kwargs=kwargs)
+                return values, _initialize(conditioned, args, kwargs)
         except RuntimeError:  # NumPyro found no finite start given these values
             continue
     raise ValueError(
@@ -451,7 +462,7 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
         if (site["type"] == "sample" and not site["is_observed"] and not site["fn"].support.is_discrete)
         or site["type"] == "deterministic"
     ]
-    info = initialize_model(jax.random.key(0), model, model_args=args, model_kwargs=kwargs)
+    info = _initialize(model, args, kwargs)
     flat, unravel = ravel_pytree(info.param_info.z)
     if flat.size == 0:
         raise ValueError("the NumPyro model has no continuous latent sites to sample")

@@ -5,19 +5,41 @@ Draws are always shaped ``(chain, draw, *event)``, the ArviZ convention.
 
 from __future__ import annotations
 
+import sys
+import threading
 import warnings
 
 import numpy as np
 
 from gradmc.enumeration import check_values
 
+#: ArviZ 0.23's once-a-day notice of its coming refactor, raised when it is imported
+_ARVIZ_NOTICE = r"\s*ArviZ is undergoing a major refactor"
+
 
 def arviz():
-    """Import ArviZ lazily (it costs ~1 s) and without its import-time FutureWarning."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        import arviz as az
+    """Import ArviZ lazily (it costs 1-2 s: SciPy's statistics, xarray, matplotlib) and
+    without its once-a-day import notice."""
+    warnings.filterwarnings("ignore", message=_ARVIZ_NOTICE, category=FutureWarning)
+    import arviz as az
+
     return az
+
+
+def preload_arviz() -> None:
+    """Start importing ArviZ in a background thread, so that the checks after a run find it
+    loaded: the import overlaps the run's compilation, which releases the interpreter. A
+    failed background import is left to the checks' own import to report."""
+    if "arviz" in sys.modules:
+        return
+
+    def load():
+        try:
+            arviz()
+        except Exception:  # noqa: BLE001 - reported by the foreground import, if it fails there too
+            pass
+
+    threading.Thread(target=load, name="gradmc-import-arviz", daemon=True).start()
 
 
 def as_draws(draws, *, what: str = "draws", min_draws: int = 2, finite: bool = True) -> np.ndarray:

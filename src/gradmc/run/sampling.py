@@ -32,6 +32,7 @@ from gradmc.base import BoundSampler, Sampler, Shared, Target
 from gradmc.checks import check_positive
 from gradmc.compile_cache import enable_compilation_cache
 from gradmc.composed import AUTO, auto_sampler, composed_sampler
+from gradmc.diagnostics._common import preload_arviz
 from gradmc.diagnostics.health import emit_warnings
 from gradmc.extended import sample_extended
 from gradmc.models import resolve_target
@@ -725,6 +726,7 @@ def sample(
     )
     sampler = _as_sampler(sampler, target)
     _check_fits(sampler, target)
+    preload_arviz()  # for the checks after the run, while it compiles
     bound: BoundSampler = sampler.bind(target, num_warmup)
     observe = jax.vmap(_observer(bound, target, keep))
     placement = _Placement.create(num_chains, devices)
