@@ -67,8 +67,8 @@ def first_run():
 
 def test_from_numpyro_searches_the_start_in_one_compiled_loop(first_run):
     # Given a single key, NumPyro evaluates the model operation by operation for its start,
-    # compiling each of its operations on its own (some 80 here; 29 with the batch of one, the prior draw and the loop); a batch of one key compiles one loop
-    # (plus the prior draw's few operations).
+    # each operation compiled on its own (about 80 compilations in all here); a batch of one
+    # key compiles one loop beside the prior draw's few operations (29 in all).
     assert first_run["compilations"] < 40, first_run
 
 
