@@ -323,6 +323,22 @@ def test_a_log_density_that_changes_between_calls_is_refused():
             gradmc.from_function(drifting, space="binary:8")
 
 
+def test_a_log_density_that_builds_a_cache_on_its_first_call_is_accepted():
+    """TensorFlow Probability's bijectors (and so the Inference Gym's posteriors) compute more
+    on their first call and cache it: the first trace differs from the second, and every
+    later one equals the second. Such a function is a function of the position alone."""
+    cache = {}
+
+    def caching(x):
+        if not cache:
+            cache["scale"] = 0.5
+            x = x + 0.0 * jnp.sin(x)  # work done on the first call only
+        return -cache["scale"] * jnp.sum(x**2)
+
+    target = gradmc.from_function(caching, jnp.zeros(3))
+    assert float(target.logdensity_fn(jnp.ones(3))) == -1.5
+
+
 def test_an_error_in_the_users_file_names_the_file_and_line(tmp_path, monkeypatch):
     """Code of the user's that fails while loading is reported as theirs: file, line, the
     exception's type and message (here numpy refusing to write into a JAX array)."""

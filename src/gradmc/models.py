@@ -98,7 +98,8 @@ def _function_name(fn: Callable) -> str:
 
 def _check_scalar_and_pure(logdensity_fn: Callable, space: Space, name: str) -> None:
     """Raise ``ValueError`` unless ``logdensity_fn`` maps one position to a scalar, and gives
-    the same computation each time it is traced (traced twice, nothing runs).
+    the same computation each time it is traced (traced twice, or three times when the first
+    trace builds a cache; nothing runs).
 
     The samplers compile the log density more than once (the start, the warm-up, the kept
     draws); a function that draws its constants while it runs (``np.random`` inside it)
@@ -115,12 +116,21 @@ def _check_scalar_and_pure(logdensity_fn: Callable, space: Space, name: str) -> 
             f"the log density {name!r} must return a scalar for one position of shape {space.event_shape}; "
             f"it returned {got} (sum the terms of the log density)"
         )
-    if _program_text(first) != _program_text(second) or not all(map(_same_constant, first.consts, second.consts)):
+    if not _same_program(first, second) and not _same_program(
+        second, jax.make_jaxpr(lambda x: logdensity_fn(x))(position)
+    ):
+        # a function that builds a cache on its first call (TensorFlow Probability's bijectors
+        # do) traces the same from its second call on
         raise ValueError(
             f"the log density {name!r} changes from one call to the next: two traces of it at the same "
             "position differ (it draws random numbers, or reads something that changes, while it runs). "
             "Make it a function of the position alone: draw random constants once, outside it"
         )
+
+
+def _same_program(first, second) -> bool:
+    """Whether two traces of a function are the same computation with the same constants."""
+    return _program_text(first) == _program_text(second) and all(map(_same_constant, first.consts, second.consts))
 
 
 def _decoded(part: Space, value):
