@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The GPU figures of docs/benchmarks.md, in one go, on a machine whose Python already has
-# JAX with CUDA, NumPyro and Optax (gradmc itself and what else it imports travel as wheels
-# in .whl/, made with `pip download --no-deps`: blackjax, arviz, h5netcdf, xarray-einstats,
+# The GPU figures of docs/benchmarks.md, in one go, from the repository's root, on a machine
+# whose Python already has JAX with CUDA, NumPyro and Optax. gradmc runs from src/; the other
+# packages it imports, when that Python lacks them, are installed from wheels in .whl/
+# (made elsewhere with `pip download --no-deps`: blackjax, arviz, h5netcdf, xarray-einstats,
 # platformdirs).
 #
 #   bash benchmarks/gpu_run.sh            # the full set, logs under $OUT (default ./out/gpu)
