@@ -364,6 +364,7 @@ def test_a_latent_poisson_count_is_exact():
     assert_moments_match(posterior["lam"][..., None], np.array([mean]), var=np.array([var]), p=0.01)
 
 
+@pytest.mark.slow
 def test_an_n_mixture_starts_where_its_counts_exceed_the_data():
     """Prior draws of the counts fall below what the sites' detections require (a zero
     density): NumPyro's start for the rates is found with the counts at their largest values,

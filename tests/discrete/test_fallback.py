@@ -109,6 +109,7 @@ def test_ncg_moves_on_a_steep_posterior_and_matches_enumeration(inclusion):
     _check("ncg", inclusion)
 
 
+@pytest.mark.slow
 def test_without_the_fallback_the_chains_freeze_and_the_test_fails(inclusion, monkeypatch):
     """The test above has power: with the fallback never switched on, NCG's chains stay at their start."""
     monkeypatch.setattr(fallback, "FROZEN_RATE", 0.0)

@@ -139,6 +139,7 @@ def test_unknown_names_list_valid_ones():
         gradmc.sampler("mala", stepsize=0.1)
 
 
+@pytest.mark.slow
 def test_sample_with_extended_switch_returns_target_draws():
     target = gradmc.target("bimodal-1d")
     trace = gradmc.sample(target, "nuts", extended=2, num_chains=2, num_warmup=50, num_draws=40, seed=0, progress=False)
