@@ -106,8 +106,11 @@ def _check_scalar_and_pure(logdensity_fn: Callable, space: Space, name: str) -> 
     would be a different density in each, and the chains would silently stick.
     """
     position = jax.ShapeDtypeStruct(space.event_shape, jnp.result_type(float))
-    # two wrappers: JAX caches the trace of one function object
-    first, second = (jax.make_jaxpr(lambda x: logdensity_fn(x))(position) for _ in range(2))
+
+    def trace():  # a new wrapper each time: JAX caches the trace of one function object
+        return jax.make_jaxpr(lambda x: logdensity_fn(x))(position)
+
+    first, second = trace(), trace()
     shape = first.out_avals[0].shape if len(first.out_avals) == 1 else None
     if shape != ():
         out = jax.eval_shape(logdensity_fn, position)
@@ -116,9 +119,7 @@ def _check_scalar_and_pure(logdensity_fn: Callable, space: Space, name: str) -> 
             f"the log density {name!r} must return a scalar for one position of shape {space.event_shape}; "
             f"it returned {got} (sum the terms of the log density)"
         )
-    if not _same_program(first, second) and not _same_program(
-        second, jax.make_jaxpr(lambda x: logdensity_fn(x))(position)
-    ):
+    if not _same_program(first, second) and not _same_program(second, trace()):
         # a function that builds a cache on its first call (TensorFlow Probability's bijectors
         # do) traces the same from its second call on
         raise ValueError(

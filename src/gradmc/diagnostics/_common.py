@@ -20,7 +20,8 @@ _ARVIZ_NOTICE = r"\s*ArviZ is undergoing a major refactor"
 def arviz():
     """Import ArviZ lazily (it costs 1-2 s: SciPy's statistics, xarray, matplotlib) and
     without its once-a-day import notice."""
-    warnings.filterwarnings("ignore", message=_ARVIZ_NOTICE, category=FutureWarning)
+    if "arviz" not in sys.modules:  # the notice comes with the first import only
+        warnings.filterwarnings("ignore", message=_ARVIZ_NOTICE, category=FutureWarning)
     import arviz as az
 
     return az

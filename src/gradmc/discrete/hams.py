@@ -223,8 +223,7 @@ def _reflect_and_jitter(q, lower, upper, beta):
         jnp.sqrt(2.0 * m1 * m2 * q),
         jnp.where(q <= 1.0 - ramp, m2 * q + 0.5 * m1, h + beta - jnp.sqrt(2.0 * m1 * m2 * jnp.maximum(1.0 - q, 0.0))),
     )
-    x = y - upper  # in (−1, 1 + β): x − ⌊x⌋ is x mod 1, the same numbers without a float64 remainder
-    return x - jnp.floor(x)
+    return jnp.mod(y - upper, 1.0)
 
 
 def _or_propose64(bits, i, cumulative, beta):
