@@ -166,7 +166,7 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
     where the gradient is zero and ordinal-NCG's window proposal does the moving.
     """
     from numpyro.handlers import condition, seed, substitute, trace
-    from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
+    from numpyro.infer.util import constrain_fn, potential_energy
 
     first, info = _feasible_start(model, args, kwargs, sites, discrete)
     flat, unravel = ravel_pytree(info.param_info.z)
@@ -189,12 +189,18 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         z, values = split(x)
         return -potential_energy(condition(model, data=values), args, kwargs, z)
 
+    def encoded(values: dict):
+        """The discrete sites' ``values`` as the position's discrete entries."""
+        return [_into(part, jnp.ravel(jnp.asarray(values[name])).astype(flat.dtype)) for name, part in discrete.items()]
+
+    feasible = jnp.concatenate(encoded(first))
+
     def initial_position(key):
         key_discrete, key_continuous = jax.random.split(key)
         prior = trace(seed(model, key_discrete)).get_trace(*args, **kwargs)
-        values = [_into(part, jnp.ravel(prior[name]["value"]).astype(flat.dtype)) for name, part in discrete.items()]
-        start = initialize_model(key_continuous, condition(model, data=first), model_args=args, model_kwargs=kwargs)
-        return _lift_ordered(jnp.concatenate([ravel_pytree(start.param_info.z)[0], *values]), space, logdensity_fn)
+        continuous_start = _uniform_start(key_continuous, lambda z: logdensity_fn(jnp.concatenate([z, feasible])), flat)
+        values = encoded({name: prior[name]["value"] for name in discrete})
+        return _lift_ordered(jnp.concatenate([continuous_start, *values]), space, logdensity_fn)
 
     @_without_validation
     def model_trace(x):
@@ -335,6 +341,64 @@ def _initialize(model: Callable, args: tuple, kwargs: dict):
     return info._replace(param_info=jax.tree.map(lambda value: value[0], info.param_info))
 
 
+#: NumPyro's default start: each unconstrained coordinate uniform in (-RADIUS, RADIUS), drawn
+#: again (up to MAX_TRIES times) until the log density and its gradient are finite.
+UNIFORM_START_RADIUS = 2.0
+UNIFORM_START_MAX_TRIES = 100
+
+
+def _uniform_start(key: jax.Array, logdensity_fn: Callable, like: jax.Array) -> jax.Array:
+    """NumPyro's ``init_to_uniform`` on the flat unconstrained position (shape and dtype of
+    ``like``), as one loop on the log density alone: a chain's start costs no trace of the model.
+    """
+
+    def invalid(x):
+        value, grad = jax.value_and_grad(logdensity_fn)(x)
+        return ~(jnp.isfinite(value) & jnp.all(jnp.isfinite(grad)))
+
+    def draw(key):
+        radius = UNIFORM_START_RADIUS
+        return jax.random.uniform(key, like.shape, like.dtype, minval=-radius, maxval=radius)
+
+    def again(state):
+        tries, _, x = state
+        return (tries < UNIFORM_START_MAX_TRIES) & invalid(x)
+
+    def retry(state):
+        tries, key, _ = state
+        key, sub = jax.random.split(key)
+        return tries + 1, key, draw(sub)
+
+    key, sub = jax.random.split(key)
+    return jax.lax.while_loop(again, retry, (1, key, draw(sub)))[2]
+
+
+def _potential(model: Callable, args: tuple, kwargs: dict):
+    """NumPyro's potential energy of ``model``, its ``postprocess_fn`` and the unconstrained
+    values of one prior draw (the sites' shapes): ``initialize_model``'s preparation of the
+    model, without its search for a start, which :func:`_uniform_start` does per chain.
+    """
+    from numpyro.handlers import seed
+    from numpyro.infer.util import (
+        _get_model_transforms,
+        _prepare_model_for_potential,
+        get_potential_fn,
+        transform_fn,
+    )
+
+    inv_transforms, replay_model, enumerated, model_trace = _get_model_transforms(seed(model, 0), args, kwargs)
+    prepared = _prepare_model_for_potential(model, model_trace, enum=enumerated)
+    potential_fn, postprocess_fn = get_potential_fn(
+        prepared, inv_transforms, replay_model=replay_model, enum=enumerated, model_args=args, model_kwargs=kwargs
+    )
+    constrained = {
+        name: site["value"]
+        for name, site in model_trace.items()
+        if site["type"] == "sample" and not site["is_observed"] and not site["fn"].support.is_discrete
+    }
+    return potential_fn, postprocess_fn, transform_fn(inv_transforms, constrained, invert=True)
+
+
 def _feasible_start(model: Callable, args: tuple, kwargs: dict, sites: dict, discrete: dict[str, Space]):
     """Values of the discrete sites under which NumPyro finds a start for the continuous ones,
     and that start (``initialize_model``'s result): the prior run's values, else every site at
@@ -441,8 +505,6 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
         kind of enumeration, or a model without latent sites.
     """
     _numpyro()
-    from numpyro.infer.util import initialize_model
-
     if not callable(model):
         raise TypeError(f"model must be a NumPyro model function, got {type(model).__name__}")
     sites = _model_trace(model, args, kwargs)
@@ -462,18 +524,16 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
         if (site["type"] == "sample" and not site["is_observed"] and not site["fn"].support.is_discrete)
         or site["type"] == "deterministic"
     ]
-    info = _initialize(model, args, kwargs)
-    flat, unravel = ravel_pytree(info.param_info.z)
+    potential_fn, postprocess_fn, prototype = _potential(model, args, kwargs)
+    flat, unravel = ravel_pytree(prototype)
     if flat.size == 0:
         raise ValueError("the NumPyro model has no continuous latent sites to sample")
-    potential_fn, postprocess_fn = info.potential_fn, info.postprocess_fn
 
     def logdensity_fn(x):
         return -potential_fn(unravel(x))
 
     def initial_position(key):
-        start = initialize_model(key, model, model_args=args, model_kwargs=kwargs).param_info.z
-        return ravel_pytree(start)[0]
+        return _uniform_start(key, logdensity_fn, flat)
 
     def named(x):
         values = postprocess_fn(unravel(x))

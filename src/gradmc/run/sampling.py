@@ -127,7 +127,7 @@ def initial_positions(target: Target, num_chains: int, key: jax.Array, init=None
     """
     shape = target.space.event_shape
     if init is None:
-        positions = jax.vmap(target.draw_initial)(jax.random.split(key, num_chains))
+        positions = jax.jit(jax.vmap(target.draw_initial))(jax.random.split(key, num_chains))
     else:
         arr = np.asarray(init)
         if arr.shape == shape:
