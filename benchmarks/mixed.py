@@ -15,6 +15,12 @@ one process on the same machine with the same chains, warm-up and draws:
 
 Models:
 
+* ``gmm24``: MixedHMC's 24-dimensional Gaussian mixture (Zhou 2020, §5.1; its authors'
+  ``scripts/simple_gmm``): one assignment ``z ~ Categorical((0.15, 0.3, 0.3, 0.25))`` and
+  ``x ~ N(mu[z], 3 I)``, the four means the rows of the 24 orderings of (-2, 0, 2, 2) stacked
+  as columns; no data. The components lie 7.7 standard deviations apart, so blockwise updates
+  stay in their start component: gradmc's ``joint=mode-shift`` choice adds the mode shift
+  (:mod:`gradmc.mode_shift`). The assignment's posterior is its prior, known exactly.
 * ``ssvs``: George & McCulloch's spike and slab for linear regression (n = 100, p = 20,
   five non-zero coefficients): ``gamma[j] ~ Bernoulli(0.2)``, ``beta[j] ~ N(0, 2²)`` when
   in and ``N(0, 0.1²)`` when out, unit noise.
@@ -47,13 +53,14 @@ posterior means of the discrete sites (inclusion probabilities; counts; each cat
 each assignment) against a long reference run (gradmc ``"auto"`` with ``--reference-draws``
 draws per chain).
 
-Usage: ``python benchmarks/mixed.py [--models ssvs,mixture,hmm,logistic,nmixture] [--chains 4] [--warmup 1000]
+Usage: ``python benchmarks/mixed.py [--models gmm24,ssvs,mixture,hmm,logistic,nmixture] [--chains 4] [--warmup 1000]
 [--draws 2000] [--gradmc auto,gamma=pavg]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import time
 import warnings
@@ -71,6 +78,32 @@ import gradmc
 from gradmc.spaces import Binary, Categorical
 
 # -- the models ---------------------------------------------------------------------------
+
+
+GMM24_WEIGHTS = np.array([0.15, 0.3, 0.3, 0.25], np.float32)
+GMM24_MEANS = np.array(list(itertools.permutations([-2.0, 0.0, 2.0, 2.0])), np.float32).T  # (4, 24)
+
+
+def gmm24(seed: int = 0):
+    """MixedHMC's 24-dimensional Gaussian mixture (Zhou 2020, §5.1): the gradmc target and the NumPyro model."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    del seed  # the target has no data
+    variance = 3.0
+
+    def log_density(position):
+        x, z = position["x"], position["z"][0]  # z: one one-hot row
+        log_components = jnp.log(GMM24_WEIGHTS) - 0.5 * jnp.sum((x - GMM24_MEANS) ** 2, axis=1) / variance
+        return jnp.sum(z * log_components)
+
+    def model():
+        z = numpyro.sample("z", dist.Categorical(probs=GMM24_WEIGHTS))
+        numpyro.sample("x", dist.Normal(jnp.asarray(GMM24_MEANS)[z], np.sqrt(variance)).to_event(1))
+
+    init = {"x": jnp.zeros(24), "z": jax.nn.one_hot(jnp.array([0]), 4)}
+    target = gradmc.from_function(log_density, init=init, space={"z": Categorical(4, 1)}, name="gmm24")
+    return target, model, {"x": jnp.zeros(24), "z": jnp.array(0)}, ("x",), ("z",)
 
 
 def ssvs(seed: int = 0):
@@ -240,7 +273,11 @@ def nmixture(seed: int = 0):
     return target, model, {**init, "N": jnp.asarray(start, jnp.int32)}, ("log_lam", "logit_p"), ("N",)
 
 
-MODELS = {"ssvs": ssvs, "mixture": mixture, "hmm": hmm, "logistic": logistic, "nmixture": nmixture}
+#: Models whose discrete marginals are known exactly (the posterior means of their discrete
+#: sites, and the number of values of each categorical site): no reference run is needed.
+EXACT = {"gmm24": (GMM24_WEIGHTS, {"z": 4})}
+
+MODELS = {"gmm24": gmm24, "ssvs": ssvs, "mixture": mixture, "hmm": hmm, "logistic": logistic, "nmixture": nmixture}
 
 # -- measuring ----------------------------------------------------------------------------
 
@@ -338,24 +375,27 @@ def run_numpyro(model, init: dict, kernel_name: str, args) -> dict:
 COUNT_LIKE = 16
 
 
-def discrete_means(posterior: dict, discrete) -> np.ndarray:
-    """Posterior means of the discrete sites' values (a categorical site: of each category's indicator)."""
+def discrete_means(posterior: dict, discrete, categories: dict | None = None) -> np.ndarray:
+    """Posterior means of the discrete sites' values (a categorical site: of each category's
+    indicator, for the ``categories[name]`` categories where given, else those drawn).
+    """
     out = []
     for name in discrete:
         x = np.asarray(posterior[name])
         if x.dtype.kind in "iu" and x.max() >= COUNT_LIKE:  # a count: its mean
             out.append(x.mean(axis=(0, 1)).ravel())
-        elif x.dtype.kind in "iu" and x.max() > 1:
-            out.append(np.stack([(x == k).mean(axis=(0, 1)) for k in range(int(x.max()) + 1)], -1).ravel())
+        elif x.dtype.kind in "iu" and (name in (categories or {}) or x.max() > 1):
+            num = (categories or {}).get(name, int(x.max()) + 1)
+            out.append(np.stack([(x == k).mean(axis=(0, 1)) for k in range(num)], -1).ravel())
         else:
             out.append(x.mean(axis=(0, 1)).ravel())
     return np.concatenate(out)
 
 
-def report(run: dict, continuous, discrete, ref_means) -> None:
+def report(run: dict, continuous, discrete, ref_means, categories=None) -> None:
     """One row of the table, printed as soon as its run ends."""
     ess = min_ess(run["posterior"], continuous + discrete)
-    err = np.max(np.abs(discrete_means(run["posterior"], discrete) - ref_means))
+    err = np.max(np.abs(discrete_means(run["posterior"], discrete, categories) - ref_means))
     cells = (
         ess,
         run["end_to_end_s"],
@@ -383,16 +423,18 @@ def main() -> None:
     args = parser.parse_args()
     for model_name in args.models.split(","):
         target, model, init, continuous, discrete = MODELS[model_name]()
-        reference = gradmc.sample(
-            target,
-            "auto",
-            num_chains=args.chains,
-            num_warmup=args.warmup,
-            num_draws=args.reference_draws,
-            seed=args.seed + 100,
-            progress=False,
-        ).posterior()
-        ref_means = discrete_means(reference, discrete)
+        ref_means, categories = EXACT.get(model_name, (None, None))
+        if ref_means is None:
+            reference = gradmc.sample(
+                target,
+                "auto",
+                num_chains=args.chains,
+                num_warmup=args.warmup,
+                num_draws=args.reference_draws,
+                seed=args.seed + 100,
+                progress=False,
+            ).posterior()
+            ref_means = discrete_means(reference, discrete)
         print(f"\n{model_name}: {args.chains} chains, {args.warmup} warm-up steps, {args.draws} draws")
         columns = (
             "min ESS",
@@ -408,15 +450,15 @@ def main() -> None:
 
         for text in args.gradmc.split(","):
             choice = "auto" if text == "auto" else dict(pair.split("=") for pair in text.split(";"))
-            report(run_gradmc(target, choice, args), continuous, discrete, ref_means)
+            report(run_gradmc(target, choice, args), continuous, discrete, ref_means, categories)
         numpyro_target = gradmc.from_numpyro(model)
         # the NumPyro runs' start; every continuous site here is real-valued, so its unconstrained value is itself
         start = np.concatenate([np.ravel(init[name]) for name in numpyro_target.space.parts]).astype(np.float32)
         from_model = run_gradmc(numpyro_target, "auto", args, init=start)
         from_model["method"] = from_model["method"].replace("gradmc", "gradmc from_numpyro:")
-        report(from_model, continuous, discrete, ref_means)
+        report(from_model, continuous, discrete, ref_means, categories)
         for kernel_name in ("DiscreteHMCGibbs(NUTS)", "MixedHMC(HMC)"):
-            report(run_numpyro(model, init, kernel_name, args), continuous, discrete, ref_means)
+            report(run_numpyro(model, init, kernel_name, args), continuous, discrete, ref_means, categories)
 
 
 if __name__ == "__main__":

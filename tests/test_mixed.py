@@ -203,7 +203,7 @@ EXAMPLES = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)
 @pytest.mark.slow
 def test_mixed_models_page_examples_run_clean():
     assert "mixed-models.md" in (PAGE.parents[1] / "mkdocs.yml").read_text()
-    assert len(EXAMPLES) == 5
+    assert len(EXAMPLES) == 6
     namespace = {"__name__": "mixed_models_example"}
     with warnings.catch_warnings():
         warnings.simplefilter("error", gradmc.RunWarning)
@@ -215,6 +215,9 @@ def test_mixed_models_page_examples_run_clean():
     assert np.bincount(namespace["trace"].posterior()["s"].ravel()).argmax() == 25
     assert namespace["count_trace"].sampler == "rate=nuts, size=ordinal-ncg"
     assert abs(namespace["count_trace"].posterior()["size"].mean() - 21.08) < 1.0
+    assert namespace["mixture_trace"].sampler == "x=nuts, z=ncg, joint=mode-shift"
+    assignments = namespace["mixture_trace"].posterior()["z"].ravel()
+    assert np.allclose(np.bincount(assignments, minlength=3) / assignments.size, namespace["weights"], atol=0.05)
     assert namespace["hmm_trace"].sampler == "mu=nuts, z=ffbs"
     decoded = np.round(namespace["states"].mean(axis=(0, 1)))
     assert np.mean(decoded == namespace["hidden"]) > 0.9
@@ -259,6 +262,10 @@ def test_command_line_one_sampler_per_part(tmp_path, capsys):
     assert "values drawn of the discrete variables:\n  gamma (3 entries pooled): " in out
     assert main([*argv, "--sampler", "gamma=auto", "--option", "gamma.steps=2", "--out", str(tmp_path / "d")]) == 0
     assert "beta=nuts, gamma=ncg on" in capsys.readouterr().out
+    assert main([*argv, "--sampler", "joint=mode-shift", "--out", str(tmp_path / "e")]) == 0
+    assert "beta=nuts, gamma=gibbs, joint=mode-shift on" in capsys.readouterr().out
+    assert main([*argv, "--sampler", "joint=shift", "--out", str(tmp_path / "e")]) == 2
+    assert "the joint move 'shift' does not exist; the joint moves are: mode-shift" in capsys.readouterr().err
     assert main([*argv, "--sampler", "gamma=nuts", "--out", str(tmp_path / "b")]) == 2
     assert "samples continuous spaces; 'gamma' lies on Binary(3)" in capsys.readouterr().err
     assert main([*argv, "--sampler", "auto", "--option", "step_size=1", "--out", str(tmp_path / "c")]) == 2

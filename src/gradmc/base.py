@@ -57,6 +57,10 @@ PRNGKey = jax.Array
 #: warm-up and single-site moves were added to its steps (:mod:`gradmc.discrete.fallback`).
 FALLBACK = "fallback"
 
+#: The key of a composed sampler's choice, options and statistics that names a joint move of
+#: every block before each sweep (:mod:`gradmc.mode_shift`).
+JOINT = "joint"
+
 
 class RunWarning(UserWarning):
     """A problem found in a run or in setting one up (unconverged chains, few effective

@@ -60,8 +60,10 @@ def _sampler_choice(gradmc, text: str, pairs: list[str] | None):
     """What ``sample --sampler`` names: one sampler (with ``--option KEY=VALUE``), ``auto``, or
     one sampler per part of a mixed model, ``beta=nuts,gamma=pavg`` (``mu+sigma=mala`` moves
     two parts together; ``--option gamma.step_size=0.1``, and ``gamma.steps=20`` for the kernel
-    steps per sweep).
+    steps per sweep; ``joint=mode-shift`` adds a joint move of every block, :mod:`gradmc.mode_shift`).
     """
+    from gradmc.base import JOINT
+
     if "=" not in text:
         if text.strip() == "auto":
             if pairs:
@@ -79,6 +81,11 @@ def _sampler_choice(gradmc, text: str, pairs: list[str] | None):
     for label, name in blocks.items():
         parts = tuple(part.strip() for part in label.split("+"))
         own = options[label]
+        if label == JOINT:  # a joint move of every block, not a sampler of a part
+            if own:
+                raise ValueError(f"--option {JOINT}.*: the joint move takes no options")
+            choice[JOINT] = name
+            continue
         steps = own.pop("steps", None)
         if name == "auto" and own:
             raise ValueError(f"--option {label}.*: 'auto' takes no options but steps")
@@ -159,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help=(
             "a sampler (gradmc list), auto, or for a mixed model one per part: beta=nuts,gamma=pavg "
-            "(parts not named: auto)"
+            "(parts not named: auto; joint=mode-shift adds a joint move of every block, for blocks that stick)"
         ),
     )
     p.add_argument(

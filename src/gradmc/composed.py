@@ -29,14 +29,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.base import BoundSampler, Sampler, Target, step_stats
+from gradmc import mode_shift
+from gradmc.base import JOINT, BoundSampler, Sampler, Target, step_stats
 from gradmc.discrete import ffbs
 from gradmc.discrete.plate_gibbs import SITE_TERMS
 from gradmc.registry import sampler as registered_sampler
 from gradmc.registry import sampler_entry
 from gradmc.spaces import Binary, Categorical, Count, Ordinal, Product, Real, Space, Spin
 
-__all__ = ["AUTO", "auto_sampler", "Block", "blocks", "composed_sampler"]
+__all__ = ["AUTO", "JOINT", "auto_sampler", "Block", "blocks", "composed_sampler"]
 
 AUTO = "auto"
 
@@ -391,9 +392,13 @@ def _repeated(move, bound: BoundSampler, steps: int, key, state, i: int):
     return state, stats._replace(acceptance_rate=stats.acceptance_rate / steps)
 
 
-def _build(target: Target, num_warmup: int, layout: list[Block]) -> BoundSampler:
-    """The :class:`BoundSampler` of a Gibbs sweep over ``layout``'s blocks (module doc)."""
+def _build(target: Target, num_warmup: int, layout: list[Block], joint: str | None = None) -> BoundSampler:
+    """The :class:`BoundSampler` of a Gibbs sweep over ``layout``'s blocks (module doc),
+    preceded by a joint move of every block (:mod:`gradmc.mode_shift`) when ``joint`` names it.
+    """
     site_terms = _site_terms(target)
+    continuous = np.concatenate([block.index for block in layout if not block.space.is_discrete] or [[]]).astype(int)
+    discrete = [(block.index, block.space) for block in layout if block.space.is_discrete]
 
     def bound(block: Block, position) -> BoundSampler:
         def conditional(x):
@@ -426,18 +431,25 @@ def _build(target: Target, num_warmup: int, layout: list[Block]) -> BoundSampler
 
     def sweep(key, states, move):
         x = position(states)
+        extra_evals, extra = 0, {}
+        if joint is not None:
+            x, accepted = mode_shift.mode_shift_move(
+                jax.random.fold_in(key, 2 * len(layout)), x, target.logdensity_fn, continuous, discrete
+            )
+            extra_evals, extra = mode_shift.grad_evals(continuous.size), {f"{JOINT}.acceptance_rate": accepted * 1.0}
         new_states, stats = [], []
-        refreshes = 0
         for i, (block, state) in enumerate(zip(layout, states, strict=True)):
             b = bound(block, x)
             if len(layout) > 1:
-                state = b.refresh(jax.random.fold_in(key, 2 * i), state, b.position(state))
-                refreshes += 1
+                here = x[block.index].reshape(block.space.event_shape)
+                state = b.refresh(jax.random.fold_in(key, 2 * i), state, here)
             state, block_stats = _repeated(move, b, block.steps, jax.random.fold_in(key, 2 * i + 1), state, i)
             x = x.at[block.index].set(jnp.ravel(b.position(state)))
             new_states.append(state)
             stats.append(block_stats)
-        return tuple(new_states), _combined_stats(stats, [b.label for b in layout], refreshes)
+        refreshes = len(layout) if len(layout) > 1 else 0
+        combined = _combined_stats(stats, [b.label for b in layout], refreshes + extra_evals)
+        return tuple(new_states), combined._replace(extra={**combined.extra, **extra})
 
     def init(key, start):
         return tuple(
@@ -485,6 +497,12 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     choice : str, Sampler or dict
         What moves which parts (:func:`blocks`).
     """
+    joint = None
+    if isinstance(choice, Mapping) and JOINT in choice and JOINT not in target.space.parts:
+        choice = dict(choice)
+        joint = choice.pop(JOINT)
+        if joint != mode_shift.NAME:
+            raise ValueError(f"the joint move {joint!r} does not exist; the joint moves are: {mode_shift.NAME}")
     layout = blocks(
         target.space,
         choice,
@@ -493,12 +511,22 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
         functools.cache(lambda: chain_parts(target)),
         functools.cache(lambda: curved_parts(target)),
     )
+    if joint is not None and (
+        all(block.space.is_discrete for block in layout) or not any(block.space.is_discrete for block in layout)
+    ):
+        raise ValueError(
+            f"the joint move {joint!r} moves discrete and continuous blocks together; {target.name!r} "
+            "has blocks of one kind only"
+        )
     name = ", ".join(f"{block.label}={block.sampler.name}" for block in layout)
     options = {
         block.label: {"sampler": block.sampler.name, "steps": block.steps, **block.sampler.options} for block in layout
     }
+    if joint is not None:
+        name += f", {JOINT}={joint}"
+        options[JOINT] = {"sampler": joint}
 
     def build(target: Target, num_warmup: int, **_):
-        return _build(target, num_warmup, layout)
+        return _build(target, num_warmup, layout, joint)
 
     return Sampler(name, options, build)

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from gradmc.base import FALLBACK, RunWarning
+from gradmc.base import FALLBACK, JOINT, RunWarning
 from gradmc.diagnostics._common import arviz
 from gradmc.registry import Entry, Tuned, samplers
 from gradmc.spaces import Count, Product
@@ -702,13 +702,17 @@ def _block_views(trace: Trace) -> list[tuple[str, Trace, Entry | None]]:
 
 def _block_problems(trace: Trace) -> list[str]:
     """Each block's failed adaptation, stuck chains and acceptance far from its aim, its
-    lines starting ``block LABEL (SAMPLER):``.
+    lines starting ``block LABEL (SAMPLER):``. Beside a joint move (:mod:`gradmc.mode_shift`),
+    which moves every block, a block whose own moves stick is not a problem in itself.
     """
     found = []
+    joint = JOINT in trace.options
     for label, view, entry in _block_views(trace):
         judged = _Judged.of(view, entry)
         lines, failed = _warmup(view, judged)
         stuck_lines, stuck = _stuck(view, None)
+        if joint and label != JOINT:  # the joint move moves this block too: the whole run's checks judge it
+            lines, stuck_lines = [line for line in lines if line != _FALLBACK_LINE], []
         lines += stuck_lines + _acceptance(view, judged, failed | stuck)
         found += [f"block {label} ({trace.options[label]['sampler']}): {line}" for line in lines]
     return found

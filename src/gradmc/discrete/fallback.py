@@ -32,7 +32,7 @@ from gradmc.base import FALLBACK, BoundSampler, Shared, Target
 from gradmc.chains import pool_chains
 from gradmc.discrete.proposals import check_space, l1_jump
 
-__all__ = ["FROZEN_RATE", "FallbackState", "single_site_move", "with_fallback"]
+__all__ = ["FROZEN_RATE", "FallbackState", "single_site_proposal", "single_site_move", "with_fallback"]
 
 #: The stream of the fallback move's key, folded into the step's key: the sampler's own
 #: move gets the step's key unchanged, so a run without the fallback draws what it drew before.
@@ -59,6 +59,27 @@ class FallbackState(NamedTuple):
     judged: Shared
 
 
+def single_site_proposal(key_site, key_value, position, space):
+    """``position`` with one uniformly chosen coordinate (``key_site``) set to a uniformly
+    chosen other value (``key_value``): a symmetric proposal.
+
+    Parameters
+    ----------
+    key_site, key_value : jax.Array
+        Keys of the coordinate and of its new value.
+    position : jax.Array
+        The current position.
+    space : gradmc.spaces.DiscreteSpace
+        The space of the position.
+    """
+    index = space.to_index(position)
+    flat = index.reshape(-1)
+    site = jax.random.randint(key_site, (), 0, flat.shape[0])
+    shift = 1 + jax.random.randint(key_value, (), 0, space.num_values - 1)
+    flat = flat.at[site].set((flat[site] + shift) % space.num_values)
+    return space.from_index(flat.reshape(index.shape)).astype(position.dtype)
+
+
 def single_site_move(key, position, logdensity, logdensity_fn, space):
     """One Metropolis move of a uniformly chosen coordinate to a uniformly chosen other value.
 
@@ -79,12 +100,7 @@ def single_site_move(key, position, logdensity, logdensity_fn, space):
         The space of the position.
     """
     key_site, key_value, key_test = jax.random.split(key, 3)
-    index = space.to_index(position)
-    flat = index.reshape(-1)
-    site = jax.random.randint(key_site, (), 0, flat.shape[0])
-    shift = 1 + jax.random.randint(key_value, (), 0, space.num_values - 1)
-    flat = flat.at[site].set((flat[site] + shift) % space.num_values)
-    proposed = space.from_index(flat.reshape(index.shape)).astype(position.dtype)
+    proposed = single_site_proposal(key_site, key_value, position, space)
     proposed_logdensity = logdensity_fn(proposed)
     log_ratio = proposed_logdensity - logdensity
     accepted = jnp.log(jax.random.uniform(key_test)) < jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
