@@ -88,6 +88,7 @@ def test_without_it_the_same_sweeps_stay_in_their_start_component(target):
     trace = gradmc.sample(target, {"g": "gibbs", "z": "gibbs"}, **{**RUN, "num_draws": 500})
     assert np.all(trace.posterior()["z"] == 0)
     assert any("R-hat" in line for line in trace.warnings)
+    assert any("block z (gibbs)" in line and "{'joint': 'mode-shift'}" in line for line in trace.warnings)
 
 
 def test_the_conditional_mode_of_a_gaussian_is_its_mean():

@@ -515,6 +515,12 @@ def _counts_cut_off(trace: Trace) -> list[str]:
     return found
 
 
+#: Added to a block's stuck chains in a run without a joint move.
+_JOINT_HINT = (
+    "; where the blocks hold each other in place (a mixture whose components lie far apart), add the joint move "
+    f"{{'{JOINT}': 'mode-shift'}} (--sampler {JOINT}=mode-shift), which moves them together"
+)
+
 _FALLBACK_LINE = (
     "its gradient proposal froze in warm-up (the chains moved in under 1% of the steps judged), so from the "
     "middle of the warm-up on every step added a single-site Metropolis move, which is what moved the chains "
@@ -713,6 +719,8 @@ def _block_problems(trace: Trace) -> list[str]:
         stuck_lines, stuck = _stuck(view, None)
         if joint and label != JOINT:  # the joint move moves this block too: the whole run's checks judge it
             lines, stuck_lines = [line for line in lines if line != _FALLBACK_LINE], []
+        elif not joint:
+            stuck_lines = [line + _JOINT_HINT for line in stuck_lines]
         lines += stuck_lines + _acceptance(view, judged, failed | stuck)
         found += [f"block {label} ({trace.options[label]['sampler']}): {line}" for line in lines]
     return found
