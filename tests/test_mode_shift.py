@@ -101,6 +101,14 @@ def test_the_conditional_mode_of_a_gaussian_is_its_mean():
     np.testing.assert_allclose(mode_shift.conditional_mode(flat, position, continuous), M[1], atol=1e-4)
 
 
-def test_a_joint_move_that_does_not_exist_is_refused(target):
+def test_a_joint_move_that_does_not_exist_or_has_no_continuous_block_is_refused(target):
     with pytest.raises(ValueError, match="joint move 'shift' does not exist; the joint moves are: mode-shift"):
         gradmc.sample(target, {"joint": "shift"}, **RUN)
+    discrete_only = gradmc.from_function(
+        lambda p: jnp.sum(p["g"]) + jnp.sum(p["h"]),
+        init={"g": jnp.zeros(2), "h": jnp.zeros(2)},
+        space={"g": Binary(2), "h": Binary(2)},
+        name="switches",
+    )
+    with pytest.raises(ValueError, match="moves discrete and continuous blocks together; 'switches' has blocks of one"):
+        gradmc.sample(discrete_only, {"joint": "mode-shift"}, **RUN)
