@@ -222,6 +222,7 @@ def _interrupt_second_draw_chunk(monkeypatch):
     monkeypatch.setattr(RunStore, "save_chunk", interrupted)
 
 
+@pytest.mark.slow  # two runs of the command line
 def test_ctrl_c_exits_130_and_the_same_command_resumes(tmp_path, monkeypatch, capsys):
     import arviz as az
 

@@ -34,6 +34,7 @@ def log_normal(x, var):
     return -0.5 * x**2 / var - 0.5 * np.log(2 * np.pi * var)
 
 
+@pytest.mark.slow  # a whole extended run
 def test_n1_extended_density_equals_original(bimodal, kou_a):
     """N = 1: pi^1(x, u) = pi(x) x (uniform beta density in logit coordinates)."""
     for target in (bimodal, kou_a):

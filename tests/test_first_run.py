@@ -13,6 +13,7 @@ import sys
 import pytest
 
 pytest.importorskip("numpyro")
+pytestmark = pytest.mark.slow  # a fresh Python process, compiled from an empty cache
 
 SCRIPT = """
 import json, logging, sys

@@ -82,6 +82,7 @@ def test_the_mode_shift_is_exact_where_blockwise_sweeps_stick(target):
     assert 0.05 < accepted < 1.0  # the scales differ: some shifts land off the new mode's bulk
 
 
+@pytest.mark.slow  # the power check of the test above
 def test_without_it_the_same_sweeps_stay_in_their_start_component(target):
     # what the check above guards against: blockwise sweeps alone never leave z = 0, and the
     # run says so (its chains disagree)

@@ -11,6 +11,7 @@ from gradmc.continuous import mala, rwm
 from gradmc.spaces import Real
 
 
+@pytest.mark.slow  # one compilation per chunk length
 def test_same_seed_same_draws_whatever_the_chunking(corr_gaussian):
     kwargs = dict(num_chains=3, num_warmup=30, num_draws=40, seed=7, progress=False)
     one = gradmc.sample(corr_gaussian, "mala", **kwargs)

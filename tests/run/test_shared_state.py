@@ -47,7 +47,7 @@ def test_the_warmup_state_holds_the_pooled_model_once(ising):
     assert after.inner.state.pooled.value.sum_ss.shape == (16, 16)
 
 
-@pytest.mark.parametrize("name, field", [("pavg", "precond"), ("v-pdhams", "W")])
+@pytest.mark.parametrize("name, field", [("pavg", "precond"), pytest.param("v-pdhams", "W", marks=pytest.mark.slow)])
 def test_params_show_the_shared_model_per_chain_without_copies(ising, pavg_reference, name, field):
     trace = pavg_reference if name == "pavg" else gradmc.sample(ising, name, **RUN)
     value = trace.params[field]
