@@ -511,9 +511,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
         functools.cache(lambda: chain_parts(target)),
         functools.cache(lambda: curved_parts(target)),
     )
-    if joint is not None and (
-        all(block.space.is_discrete for block in layout) or not any(block.space.is_discrete for block in layout)
-    ):
+    if joint is not None and len({block.space.is_discrete for block in layout}) < 2:
         raise ValueError(
             f"the joint move {joint!r} moves discrete and continuous blocks together; {target.name!r} "
             "has blocks of one kind only"
