@@ -714,10 +714,12 @@ def _block_problems(trace: Trace) -> list[str]:
     found = []
     joint = JOINT in trace.options
     for label, view, entry in _block_views(trace):
+        if label == JOINT:  # an extra move: its rejections cost nothing, the run's own checks judge the draws
+            continue
         judged = _Judged.of(view, entry)
         lines, failed = _warmup(view, judged)
         stuck_lines, stuck = _stuck(view, None)
-        if joint and label != JOINT:  # the joint move moves this block too: the whole run's checks judge it
+        if joint:  # the joint move moves this block too: the whole run's checks judge it
             lines, stuck_lines = [line for line in lines if line != _FALLBACK_LINE], []
         elif not joint:
             stuck_lines = [line + _JOINT_HINT for line in stuck_lines]
