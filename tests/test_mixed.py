@@ -89,7 +89,8 @@ def test_the_product_space_and_its_target(target):
 def test_auto_is_exact_on_the_joint(target):
     trace = gradmc.sample(target, "auto", **RUN)
     assert trace.sampler == "g=ncg, mu=nuts, z=ncg"
-    assert set(trace.params) == {"g", "mu", "z"} and "inverse_mass_matrix" in trace.params["mu"]
+    assert set(trace.params) == {"g", "joint", "mu", "z"} and "inverse_mass_matrix" in trace.params["mu"]
+    assert not np.any(trace.params["joint"])  # the blocks move: no mode shift
     check(trace)
     posterior = trace.posterior()
     assert posterior["g"].dtype.kind == "i" and posterior["z"].shape == (4, 2500, 1)
@@ -215,7 +216,8 @@ def test_mixed_models_page_examples_run_clean():
     assert np.bincount(namespace["trace"].posterior()["s"].ravel()).argmax() == 25
     assert namespace["count_trace"].sampler == "rate=nuts, size=ordinal-ncg"
     assert abs(namespace["count_trace"].posterior()["size"].mean() - 21.08) < 1.0
-    assert namespace["mixture_trace"].sampler == "x=nuts, z=ncg, joint=mode-shift"
+    assert namespace["mixture_trace"].sampler == "x=nuts, z=ncg"
+    assert np.all(namespace["mixture_trace"].params["joint"])  # "auto" found the blocks frozen
     assignments = namespace["mixture_trace"].posterior()["z"].ravel()
     assert np.allclose(np.bincount(assignments, minlength=3) / assignments.size, namespace["weights"], atol=0.05)
     assert namespace["hmm_trace"].sampler == "mu=nuts, z=ffbs"
@@ -265,7 +267,7 @@ def test_command_line_one_sampler_per_part(tmp_path, capsys):
     assert main([*argv, "--sampler", "joint=mode-shift", "--out", str(tmp_path / "e")]) == 0
     assert "beta=nuts, gamma=gibbs, joint=mode-shift on" in capsys.readouterr().out
     assert main([*argv, "--sampler", "joint=shift", "--out", str(tmp_path / "e")]) == 2
-    assert "the joint move 'shift' does not exist; the joint moves are: mode-shift" in capsys.readouterr().err
+    assert "the joint move 'shift' does not exist; the choices are: mode-shift (every sweep)" in capsys.readouterr().err
     assert main([*argv, "--sampler", "gamma=nuts", "--out", str(tmp_path / "b")]) == 2
     assert "samples continuous spaces; 'gamma' lies on Binary(3)" in capsys.readouterr().err
     assert main([*argv, "--sampler", "auto", "--option", "step_size=1", "--out", str(tmp_path / "c")]) == 2

@@ -9,7 +9,7 @@ not exact and some moves are rejected):
 
 Its discrete marginal is p(g, z) = pi_z Bernoulli(g; 0.3) exactly, and E[x], Var[x] follow.
 Blockwise Gibbs sweeps started in one component stay there; with the mode shift the run
-must match these marginals.
+must match these marginals, and "auto" must find the blocks frozen and switch it on.
 """
 
 import jax.numpy as jnp
@@ -69,11 +69,9 @@ def discrete_draws(trace):
     return np.concatenate([posterior["g"], posterior["z"]], axis=-1).astype(float)
 
 
-def test_the_mode_shift_is_exact_where_blockwise_sweeps_stick(target):
-    trace = gradmc.sample(target, {"g": "gibbs", "z": "gibbs", "joint": "mode-shift"}, **RUN)
-    assert trace.sampler == "g=gibbs, x=nuts, z=gibbs, joint=mode-shift"
-    assert trace.warnings == []
+def check_exact(trace):
     distribution, mean, var = exact()
+    assert trace.warnings == []
     assert_tv_within_bound(discrete_draws(trace), distribution, p=0.01)
     assert_moments_match(trace.posterior()["x"], mean, var=var, p=0.01)
     z = trace.posterior()["z"][..., 0]
@@ -82,11 +80,32 @@ def test_the_mode_shift_is_exact_where_blockwise_sweeps_stick(target):
     assert 0.05 < accepted < 1.0  # the scales differ: some shifts land off the new mode's bulk
 
 
-@pytest.mark.slow  # the power check of the test above
+def test_auto_switches_the_mode_shift_on_where_blockwise_sweeps_stick(target):
+    trace = gradmc.sample(target, {"g": "gibbs", "z": "gibbs"}, **RUN)
+    assert trace.sampler == "g=gibbs, x=nuts, z=gibbs"
+    assert trace.options["joint"] == {"sampler": "mode-shift", "when": "frozen"}
+    assert np.all(trace.params["joint"])
+    warm = np.asarray(trace.warmup_stats["joint.acceptance_rate"])
+    # off until the judged sweeps (W/2 .. 3W/4 - 1) have ended, then on
+    switched = 3 * RUN["num_warmup"] // 4
+    assert np.all(warm[:, :switched] == 0) and warm[:, switched:].mean() > 0.05
+    check_exact(trace)
+
+
+@pytest.mark.slow  # the same move in every sweep, asked for by name
+def test_the_mode_shift_in_every_sweep_is_exact(target):
+    trace = gradmc.sample(target, {"g": "gibbs", "z": "gibbs", "joint": "mode-shift"}, **RUN)
+    assert trace.sampler == "g=gibbs, x=nuts, z=gibbs, joint=mode-shift"
+    assert np.asarray(trace.warmup_stats["joint.acceptance_rate"])[:, :10].mean() > 0
+    check_exact(trace)
+
+
+@pytest.mark.slow  # the power check of the tests above
 def test_without_it_the_same_sweeps_stay_in_their_start_component(target):
-    # what the check above guards against: blockwise sweeps alone never leave z = 0, and the
+    # what the checks above guard against: blockwise sweeps alone never leave z = 0, and the
     # run says so (its chains disagree)
-    trace = gradmc.sample(target, {"g": "gibbs", "z": "gibbs"}, **{**RUN, "num_draws": 500})
+    trace = gradmc.sample(target, {"g": "gibbs", "z": "gibbs", "joint": "none"}, **{**RUN, "num_draws": 500})
+    assert "joint" not in trace.options
     assert np.all(trace.posterior()["z"] == 0)
     assert any("R-hat" in line for line in trace.warnings)
     assert any("block z (gibbs)" in line and "{'joint': 'mode-shift'}" in line for line in trace.warnings)
@@ -103,7 +122,8 @@ def test_the_conditional_mode_of_a_gaussian_is_its_mean():
 
 
 def test_a_joint_move_that_does_not_exist_or_has_no_continuous_block_is_refused(target):
-    with pytest.raises(ValueError, match="joint move 'shift' does not exist; the joint moves are: mode-shift"):
+    refused = r"joint move 'shift' does not exist; the choices are: mode-shift \(every sweep\)"
+    with pytest.raises(ValueError, match=refused):
         gradmc.sample(target, {"joint": "shift"}, **RUN)
     discrete_only = gradmc.from_function(
         lambda p: jnp.sum(p["g"]) + jnp.sum(p["h"]),
@@ -113,3 +133,19 @@ def test_a_joint_move_that_does_not_exist_or_has_no_continuous_block_is_refused(
     )
     with pytest.raises(ValueError, match="moves discrete and continuous blocks together; 'switches' has blocks of one"):
         gradmc.sample(discrete_only, {"joint": "mode-shift"}, **RUN)
+
+
+def test_auto_has_the_mode_shift_ready_only_for_a_small_continuous_block():
+    from gradmc.composed import AUTO_JOINT_MAX_CONTINUOUS, composed_sampler
+
+    def build(d):
+        return gradmc.from_function(
+            lambda p: -0.5 * jnp.sum(p["x"] ** 2) + jnp.sum(p["g"]),
+            init={"x": jnp.zeros(d), "g": jnp.zeros(1)},
+            space={"g": Binary(1)},
+            name=f"x{d}",
+        )
+
+    assert composed_sampler(build(AUTO_JOINT_MAX_CONTINUOUS), "auto").options["joint"]["when"] == "frozen"
+    assert "joint" not in composed_sampler(build(AUTO_JOINT_MAX_CONTINUOUS + 1), "auto").options
+    assert "joint" not in composed_sampler(build(2), {"joint": "none"}).options

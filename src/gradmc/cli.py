@@ -60,7 +60,8 @@ def _sampler_choice(gradmc, text: str, pairs: list[str] | None):
     """What ``sample --sampler`` names: one sampler (with ``--option KEY=VALUE``), ``auto``, or
     one sampler per part of a mixed model, ``beta=nuts,gamma=pavg`` (``mu+sigma=mala`` moves
     two parts together; ``--option gamma.step_size=0.1``, and ``gamma.steps=20`` for the kernel
-    steps per sweep; ``joint=mode-shift`` adds a joint move of every block, :mod:`gradmc.mode_shift`).
+    steps per sweep; ``joint=mode-shift`` makes the joint move of every block, :mod:`gradmc.mode_shift`,
+    in every sweep, ``joint=none`` never, ``joint=auto`` when warm-up finds the blocks frozen).
     """
     from gradmc.base import JOINT
 
@@ -166,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help=(
             "a sampler (gradmc list), auto, or for a mixed model one per part: beta=nuts,gamma=pavg "
-            "(parts not named: auto; joint=mode-shift adds a joint move of every block, for blocks that stick)"
+            "(parts not named: auto; joint=mode-shift moves every block together before each sweep, joint=none "
+            "never, joint=auto, the default, once warm-up finds the blocks frozen)"
         ),
     )
     p.add_argument(

@@ -15,6 +15,11 @@ discrete sampler's step size, learned preconditioner or number of flips); the ke
 use the frozen kernels. ``trace.params`` holds each block's learned parameters under its
 label (``"beta"``, or ``"mu+sigma"`` for a group).
 
+Where the blocks hold each other in place, a joint move of every block before the sweep
+(:mod:`gradmc.mode_shift`) moves them together: asked for in every sweep
+(``{"joint": "mode-shift"}``), or, by ``"auto"``, switched on three quarters into the warm-up
+when no discrete entry moved in the sweeps judged (``trace.params["joint"]``).
+
 :func:`auto_sampler` is what ``"auto"`` picks for a block's space (docs/mixed-models.md
 says why).
 """
@@ -30,8 +35,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc import mode_shift
-from gradmc.base import JOINT, BoundSampler, Sampler, Target, step_stats
+from gradmc.base import JOINT, BoundSampler, Sampler, Shared, Target, step_stats
 from gradmc.discrete import ffbs
+from gradmc.discrete.fallback import judge_frozen, not_judged
 from gradmc.discrete.plate_gibbs import SITE_TERMS
 from gradmc.registry import sampler as registered_sampler
 from gradmc.registry import sampler_entry
@@ -63,6 +69,36 @@ CHAIN_CHOICE = "ffbs"  # "auto" on categorical sites coupled in a chain (chain_p
 #: Samplers whose one step draws the whole block from its conditional (exactly, or in the
 #: chain's case exactly when the log density is quadratic in it): one step per sweep.
 WHOLE_BLOCK_DRAWS = frozenset({PLATE_CHOICE, CHAIN_CHOICE})
+
+#: The values of the choice's ``"joint"`` key: the mode shift in every sweep, in the sweeps after
+#: warm-up found the blocks frozen (``"auto"``, the default), or never.
+NO_JOINT = "none"
+JOINT_CHOICES = (mode_shift.NAME, AUTO, NO_JOINT)
+#: ``"auto"``'s mode shift, switched on for the last quarter of the warm-up and the kept draws
+#: when no discrete entry moved in the judged sweeps W/2 .. 3W/4 − 1
+#: (:func:`gradmc.discrete.fallback.judge_frozen`): blocks that hold each other in place, as a
+#: mixture's far-apart components do. The judged sweeps follow those of a discrete block's own
+#: fallback move (W/4 .. W/2 − 1), so a block that its fallback moves is left to it.
+WHEN_FROZEN = "frozen"
+#: ``"auto"`` has the mode shift ready only where the continuous block has at most this many
+#: entries: each of its Newton steps takes a Hessian-vector product per entry.
+AUTO_JOINT_MAX_CONTINUOUS = 64
+
+
+class JointWarmup(NamedTuple):
+    """The warm-up state of a composed sampler whose mode shift waits for frozen blocks.
+
+    Parameters
+    ----------
+    blocks : tuple
+        Each block's warm-up state.
+    judged : Shared
+        ``(moved, on)``: the share of chains whose discrete entries changed, summed over the
+        judged sweeps, and whether the mode shift is on; the same for every chain.
+    """
+
+    blocks: tuple
+    judged: Shared
 
 
 def auto_sampler(space: Space) -> str:
@@ -394,11 +430,14 @@ def _repeated(move, bound: BoundSampler, steps: int, key, state, i: int):
 
 def _build(target: Target, num_warmup: int, layout: list[Block], joint: str | None = None) -> BoundSampler:
     """The :class:`BoundSampler` of a Gibbs sweep over ``layout``'s blocks (module doc),
-    preceded by a joint move of every block (:mod:`gradmc.mode_shift`) when ``joint`` names it.
+    preceded by a joint move of every block (:mod:`gradmc.mode_shift`): in every sweep when
+    ``joint`` is its name, from when warm-up finds the blocks frozen when it is
+    :data:`WHEN_FROZEN`, never when it is None.
     """
     site_terms = _site_terms(target)
     continuous = np.concatenate([block.index for block in layout if not block.space.is_discrete] or [[]]).astype(int)
     discrete = [(block.index, block.space) for block in layout if block.space.is_discrete]
+    discrete_index = np.concatenate([index for index, _ in discrete] or [[]]).astype(int)
 
     def bound(block: Block, position) -> BoundSampler:
         def conditional(x):
@@ -429,14 +468,13 @@ def _build(target: Target, num_warmup: int, layout: list[Block], joint: str | No
             x = x.at[block.index].set(jnp.ravel(read(state)))
         return x
 
-    def sweep(key, states, move):
+    def sweep(key, states, move, joint_on=False):
         x = position(states)
         extra_evals, extra = 0, {}
-        if joint is not None:
-            x, accepted = mode_shift.mode_shift_move(
-                jax.random.fold_in(key, 2 * len(layout)), x, target.logdensity_fn, continuous, discrete
-            )
-            extra_evals, extra = mode_shift.grad_evals(continuous.size), {f"{JOINT}.acceptance_rate": accepted * 1.0}
+        if joint_on is not False:  # True: every sweep; a traced flag: from when warm-up switched it on
+            x, accepted = joint_move(jax.random.fold_in(key, 2 * len(layout)), x, joint_on)
+            extra_evals = jnp.where(joint_on, mode_shift.grad_evals(continuous.size), 0)
+            extra = {f"{JOINT}.acceptance_rate": accepted * 1.0}
         new_states, stats = [], []
         for i, (block, state) in enumerate(zip(layout, states, strict=True)):
             b = bound(block, x)
@@ -451,25 +489,48 @@ def _build(target: Target, num_warmup: int, layout: list[Block], joint: str | No
         combined = _combined_stats(stats, [b.label for b in layout], refreshes + extra_evals)
         return tuple(new_states), combined._replace(extra={**combined.extra, **extra})
 
+    def joint_move(key, x, on):
+        def shift(x):
+            return mode_shift.mode_shift_move(key, x, target.logdensity_fn, continuous, discrete)
+
+        if on is True:
+            return shift(x)
+        return jax.lax.cond(on, shift, lambda x: (x, jnp.bool_(False)), x)
+
     def init(key, start):
-        return tuple(
+        states = tuple(
             bound(block, start).init(jax.random.fold_in(key, i), start[block.index].reshape(block.space.event_shape))
             for i, block in enumerate(layout)
         )
+        return JointWarmup(states, not_judged()) if joint == WHEN_FROZEN else states
+
+    def blockwise(key, states, t, joint_on):
+        # a block of s steps per sweep takes warm-up steps s t, ..., s t + s - 1 of its s W
+        return sweep(key, states, lambda b, k, state, i, j: b.warmup_step(k, state, t * layout[i].steps + j), joint_on)
 
     def warmup_step(key, states, t):
-        # a block of s steps per sweep takes warm-up steps s t, ..., s t + s - 1 of its s W
-        return sweep(key, states, lambda b, k, state, i, j: b.warmup_step(k, state, t * layout[i].steps + j))
+        if joint != WHEN_FROZEN:
+            return blockwise(key, states, t, joint == mode_shift.NAME)
+        new, stats = blockwise(key, states.blocks, t, states.judged.value[1])
+        changed = jnp.any(position(states.blocks)[discrete_index] != position(new)[discrete_index])
+        judged = judge_frozen(states.judged, changed, t, num_warmup // 2, 3 * num_warmup // 4)
+        return JointWarmup(new, judged), stats
 
     def finalize(states):
-        x = position(states)
-        done = [bound(block, x).finalize(state) for block, state in zip(layout, states, strict=True)]
-        return tuple(state for state, _ in done), {
-            block.label: params for block, (_, params) in zip(layout, done, strict=True)
-        }
+        blocks_states = states.blocks if joint == WHEN_FROZEN else states
+        x = position(blocks_states)
+        done = [bound(block, x).finalize(state) for block, state in zip(layout, blocks_states, strict=True)]
+        params = {block.label: params for block, (_, params) in zip(layout, done, strict=True)}
+        if joint == WHEN_FROZEN:
+            params[JOINT] = Shared(states.judged.value[1])
+        return tuple(state for state, _ in done), params
 
     def step(key, states, params):
-        return sweep(key, states, lambda b, k, state, i, j: b.step(k, state, params[layout[i].label]))
+        joint_on = params[JOINT].value if joint == WHEN_FROZEN else joint == mode_shift.NAME
+        return sweep(key, states, lambda b, k, state, i, j: b.step(k, state, params[layout[i].label]), joint_on)
+
+    def read_position(states):
+        return position(states.blocks if isinstance(states, JointWarmup) else states)
 
     return BoundSampler(
         "+".join(block.sampler.name for block in layout),
@@ -477,8 +538,8 @@ def _build(target: Target, num_warmup: int, layout: list[Block], joint: str | No
         warmup_step,
         finalize,
         step,
-        position,
-        adapts_in_warmup=any(bound(block, zero).adapts_in_warmup for block in layout),
+        read_position,
+        adapts_in_warmup=any(bound(block, zero).adapts_in_warmup for block in layout) or joint == WHEN_FROZEN,
     )
 
 
@@ -497,12 +558,16 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     choice : str, Sampler or dict
         What moves which parts (:func:`blocks`).
     """
-    joint = None
+    joint = AUTO
     if isinstance(choice, Mapping) and JOINT in choice and JOINT not in target.space.parts:
         choice = dict(choice)
         joint = choice.pop(JOINT)
-        if joint != mode_shift.NAME:
-            raise ValueError(f"the joint move {joint!r} does not exist; the joint moves are: {mode_shift.NAME}")
+        joint = NO_JOINT if joint is None else joint
+        if joint not in JOINT_CHOICES:
+            raise ValueError(
+                f"the joint move {joint!r} does not exist; the choices are: {mode_shift.NAME} (every sweep), "
+                f"{AUTO} (when warm-up finds the blocks frozen; the default), {NO_JOINT}"
+            )
     layout = blocks(
         target.space,
         choice,
@@ -511,18 +576,25 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
         functools.cache(lambda: chain_parts(target)),
         functools.cache(lambda: curved_parts(target)),
     )
-    if joint is not None and len({block.space.is_discrete for block in layout}) < 2:
+    both_kinds = len({block.space.is_discrete for block in layout}) == 2
+    if joint == mode_shift.NAME and not both_kinds:
         raise ValueError(
             f"the joint move {joint!r} moves discrete and continuous blocks together; {target.name!r} "
             "has blocks of one kind only"
         )
+    num_continuous = sum(block.index.size for block in layout if not block.space.is_discrete)
+    if joint == AUTO:
+        joint = WHEN_FROZEN if both_kinds and num_continuous <= AUTO_JOINT_MAX_CONTINUOUS else NO_JOINT
     name = ", ".join(f"{block.label}={block.sampler.name}" for block in layout)
     options = {
         block.label: {"sampler": block.sampler.name, "steps": block.steps, **block.sampler.options} for block in layout
     }
-    if joint is not None:
+    if joint == mode_shift.NAME:
         name += f", {JOINT}={joint}"
         options[JOINT] = {"sampler": joint}
+    elif joint == WHEN_FROZEN:
+        options[JOINT] = {"sampler": mode_shift.NAME, "when": WHEN_FROZEN}
+    joint = None if joint == NO_JOINT else joint
 
     def build(target: Target, num_warmup: int, **_):
         return _build(target, num_warmup, layout, joint)

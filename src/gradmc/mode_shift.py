@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.discrete.fallback import single_site_proposal
+from gradmc.discrete.fallback import shifted_site
 from gradmc.spaces import DiscreteSpace
 
 __all__ = ["NAME", "NEWTON_STEPS", "conditional_mode", "mode_shift_move", "grad_evals"]
@@ -91,22 +91,29 @@ def mode_shift_move(
     discrete : sequence of (ndarray, DiscreteSpace)
         Each discrete block: where its entries sit, and its space.
     """
-    key_block, key_site, key_value, key_test = jax.random.split(key, 4)
+    # the block, the site, the shift of its value and the test from one draw of four 32-bit
+    # words: each random call compiles to its own rounds of the hash, so one call keeps the
+    # move quick to compile. The remainders' bias (below K / 2^32 for K choices) cancels for
+    # the block and the site, which the reverse move picks alike.
+    words = jax.random.bits(key, (4,), jnp.uint32)
 
     def proposal_in(index: np.ndarray, space: DiscreteSpace):
         def propose(_):
             values = position[index].reshape(space.event_shape)
-            new = single_site_proposal(key_site, key_value, values, space)
-            return position.at[index].set(jnp.ravel(new))
+            num_sites = space.to_index(values).size
+            site = (words[1] % num_sites).astype(jnp.int32)
+            value_shift = 1 + (words[2] % (space.num_values - 1)).astype(jnp.int32)
+            return position.at[index].set(jnp.ravel(shifted_site(values, site, value_shift, space)))
 
         return propose
 
     branches = [proposal_in(index, space) for index, space in discrete]
-    moved = jax.lax.switch(jax.random.randint(key_block, (), 0, len(branches)), branches, None)
+    moved = jax.lax.switch((words[0] % len(branches)).astype(jnp.int32), branches, None)
     shift = conditional_mode(logdensity_fn, moved, continuous) - conditional_mode(logdensity_fn, position, continuous)
     proposed = moved.at[continuous].add(shift)
     log_ratio = logdensity_fn(proposed) - logdensity_fn(position)
-    accepted = jnp.log(jax.random.uniform(key_test)) < jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
+    uniform = (words[3] >> 8).astype(jnp.float32) * 2.0**-24
+    accepted = jnp.log(uniform) < jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
     return jnp.where(accepted, proposed, position), accepted
 
 

@@ -517,8 +517,8 @@ def _counts_cut_off(trace: Trace) -> list[str]:
 
 #: Added to a block's stuck chains in a run without a joint move.
 _JOINT_HINT = (
-    "; where the blocks hold each other in place (a mixture whose components lie far apart), add the joint move "
-    f"{{'{JOINT}': 'mode-shift'}} (--sampler {JOINT}=mode-shift), which moves them together"
+    "; where the blocks hold each other in place (a mixture whose components lie far apart), ask for the joint move "
+    f"in every sweep, {{'{JOINT}': 'mode-shift'}} (--sampler {JOINT}=mode-shift), which moves them together"
 )
 
 _FALLBACK_LINE = (
@@ -706,13 +706,23 @@ def _block_views(trace: Trace) -> list[tuple[str, Trace, Entry | None]]:
     return views
 
 
+def _joint_moved(trace: Trace) -> bool:
+    """Whether a joint move (:mod:`gradmc.mode_shift`) took part in the kept draws: always when
+    asked for, and when ``"auto"`` switched it on in warm-up (``params["joint"]``).
+    """
+    joint = trace.options.get(JOINT)
+    if not isinstance(joint, dict):
+        return False
+    return "when" not in joint or bool(np.any(np.asarray(trace.params.get(JOINT, False))))
+
+
 def _block_problems(trace: Trace) -> list[str]:
     """Each block's failed adaptation, stuck chains and acceptance far from its aim, its
     lines starting ``block LABEL (SAMPLER):``. Beside a joint move (:mod:`gradmc.mode_shift`),
     which moves every block, a block whose own moves stick is not a problem in itself.
     """
     found = []
-    joint = JOINT in trace.options
+    joint = _joint_moved(trace)
     for label, view, entry in _block_views(trace):
         if label == JOINT:  # an extra move: its rejections cost nothing, the run's own checks judge the draws
             continue
@@ -721,7 +731,7 @@ def _block_problems(trace: Trace) -> list[str]:
         stuck_lines, stuck = _stuck(view, None)
         if joint:  # the joint move moves this block too: the whole run's checks judge it
             lines, stuck_lines = [line for line in lines if line != _FALLBACK_LINE], []
-        elif not joint:
+        else:
             stuck_lines = [line + _JOINT_HINT for line in stuck_lines]
         lines += stuck_lines + _acceptance(view, judged, failed | stuck)
         found += [f"block {label} ({trace.options[label]['sampler']}): {line}" for line in lines]

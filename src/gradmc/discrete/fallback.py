@@ -32,7 +32,16 @@ from gradmc.base import FALLBACK, BoundSampler, Shared, Target
 from gradmc.chains import pool_chains
 from gradmc.discrete.proposals import check_space, l1_jump
 
-__all__ = ["FROZEN_RATE", "FallbackState", "single_site_proposal", "single_site_move", "with_fallback"]
+__all__ = [
+    "FROZEN_RATE",
+    "FallbackState",
+    "not_judged",
+    "judge_frozen",
+    "single_site_proposal",
+    "shifted_site",
+    "single_site_move",
+    "with_fallback",
+]
 
 #: The stream of the fallback move's key, folded into the step's key: the sampler's own
 #: move gets the step's key unchanged, so a run without the fallback draws what it drew before.
@@ -72,10 +81,27 @@ def single_site_proposal(key_site, key_value, position, space):
     space : gradmc.spaces.DiscreteSpace
         The space of the position.
     """
+    num_sites = space.to_index(position).size
+    site = jax.random.randint(key_site, (), 0, num_sites)
+    shift = 1 + jax.random.randint(key_value, (), 0, space.num_values - 1)
+    return shifted_site(position, site, shift, space)
+
+
+def shifted_site(position, site, shift, space):
+    """``position`` with coordinate ``site`` (of its value indices, flattened) moved ``shift``
+    values on, cyclically: another value for ``shift`` in 1 .. K − 1.
+
+    Parameters
+    ----------
+    position : jax.Array
+        The current position.
+    site, shift : jax.Array
+        Integer scalars.
+    space : gradmc.spaces.DiscreteSpace
+        The space of the position.
+    """
     index = space.to_index(position)
     flat = index.reshape(-1)
-    site = jax.random.randint(key_site, (), 0, flat.shape[0])
-    shift = 1 + jax.random.randint(key_value, (), 0, space.num_values - 1)
     flat = flat.at[site].set((flat[site] + shift) % space.num_values)
     return space.from_index(flat.reshape(index.shape)).astype(position.dtype)
 
@@ -111,6 +137,34 @@ def single_site_move(key, position, logdensity, logdensity_fn, space):
     )
 
 
+def not_judged() -> Shared:
+    """The start of :func:`judge_frozen`'s record: nothing counted, the move off."""
+    return Shared((jnp.float32(0.0), jnp.bool_(False)))
+
+
+def judge_frozen(judged: Shared, changed, t, judge_from: int, judge_to: int) -> Shared:
+    """``judged`` = ``(moved, on)`` after warm-up step ``t``: over steps ``judge_from`` ..
+    ``judge_to`` − 1, ``moved`` sums the share of chains for which ``changed``; at the last of
+    them, ``on`` is set if that share stayed under :data:`FROZEN_RATE` of the steps judged.
+
+    Parameters
+    ----------
+    judged : Shared
+        ``(moved, on)`` before the step (:func:`not_judged` at the start).
+    changed : jax.Array
+        Whether this chain's watched entries changed in the step.
+    t : jax.Array
+        The warm-up step.
+    judge_from, judge_to : int
+        The steps judged (none when they are equal).
+    """
+    moved, on = judged.value
+    in_window = (t >= judge_from) & (t < judge_to)
+    moved = moved + jnp.where(in_window, pool_chains(changed.astype(jnp.float32)), 0.0)
+    on = on | ((t == judge_to - 1) & (moved < FROZEN_RATE * (judge_to - judge_from)))
+    return Shared((moved, on))
+
+
 def _with_flag(params, on):
     if isinstance(params, Shared):
         return Shared({**params.value, FALLBACK: on})
@@ -142,7 +196,6 @@ def with_fallback(sampler: BoundSampler, target: Target, num_warmup: int) -> Bou
         return sampler
     space = check_space(target, sampler.name)
     logdensity_fn = target.logdensity_fn
-    judge_from, judge_to = int(num_warmup) // 4, int(num_warmup) // 2
 
     def add_move(key, state, stats, on):
         def move(state):
@@ -172,17 +225,14 @@ def with_fallback(sampler: BoundSampler, target: Target, num_warmup: int) -> Bou
         )
 
     def init(key, position):
-        return FallbackState(sampler.init(key, position), Shared((jnp.float32(0.0), jnp.bool_(False))))
+        return FallbackState(sampler.init(key, position), not_judged())
 
     def warmup_step(key, ws, t):
         inner, stats = sampler.warmup_step(key, ws.inner, t)
-        moved_sum, on = ws.judged.value
-        changed = jnp.any(sampler.position(inner) != sampler.position(ws.inner)).astype(jnp.float32)
-        judged = (t >= judge_from) & (t < judge_to)
-        moved_sum = moved_sum + jnp.where(judged, pool_chains(changed), 0.0)
-        on = on | ((t == judge_to - 1) & (moved_sum < FROZEN_RATE * (judge_to - judge_from)))
-        inner, stats = add_move(jax.random.fold_in(key, FALLBACK_STREAM), inner, stats, on)
-        return FallbackState(inner, Shared((moved_sum, on))), stats
+        changed = jnp.any(sampler.position(inner) != sampler.position(ws.inner))
+        judged = judge_frozen(ws.judged, changed, t, int(num_warmup) // 4, int(num_warmup) // 2)
+        inner, stats = add_move(jax.random.fold_in(key, FALLBACK_STREAM), inner, stats, judged.value[1])
+        return FallbackState(inner, judged), stats
 
     def finalize(ws):
         state, params = sampler.finalize(ws.inner)
