@@ -54,8 +54,7 @@ SLOW_CASES = frozenset(
         "tests/discrete/test_warmup_adaptation.py::test_adapt_none_keeps_the_value[v-dhams-delta-0.9-step_size]",
         "tests/discrete/test_warmup_adaptation.py::test_adapt_none_keeps_the_value[o-dhams-delta-0.75-step_size]",
         "tests/discrete/test_warmup_adaptation.py::test_adapted_acceptance_is_near_the_target[mh-uniform-ising]",
-        "tests/discrete/test_warmup_adaptation.py::test_adapted_acceptance_is_near_the_target"
-        "[lattice-metropolis-wide]",
+        "tests/discrete/test_warmup_adaptation.py::test_adapted_acceptance_is_near_the_target[lattice-metropolis-wide]",
         "tests/test_cli.py::test_sample_runs_a_user_model_file[potts-extra1-gwg-names1]",
     }
 )
