@@ -384,3 +384,22 @@ def test_an_n_mixture_starts_where_its_counts_exceed_the_data():
     assert np.all(np.isfinite(np.asarray(jax.vmap(target.logdensity_fn)(starts))))
     counts = np.asarray(starts)[:, target.space.slices["N"]]
     assert np.all(counts >= detections.max(axis=1))
+
+
+def test_sites_with_an_improper_prior_start_as_numpyro_starts_them():
+    """ImproperUniform gives a support and no prior draw: the sites start uniformly in (-2, 2)
+    on the unconstrained scale, as NumPyro's own initialisation does, and the factor alone
+    sets the posterior: mu ~ N((1, -1), I), and log sigma ~ N(0, 0.5^2) (sigma on its support)."""
+    from gradmc.testing import assert_moments_match
+
+    def improper():
+        mu = numpyro.sample("mu", dist.ImproperUniform(dist.constraints.real, (), (2,)))
+        sigma = numpyro.sample("sigma", dist.ImproperUniform(dist.constraints.positive, (), ()))
+        # the density of log sigma, less the Jacobian that NumPyro adds for sigma's positive support
+        numpyro.factor("prior", -0.5 * jnp.sum((mu - jnp.array([1.0, -1.0])) ** 2) - 2 * jnp.log(sigma) ** 2)
+        numpyro.factor("jacobian", -jnp.log(sigma))
+
+    trace = gradmc.sample(gradmc.from_numpyro(improper), "nuts", num_warmup=300, num_draws=1000, seed=1, progress=False)
+    posterior = trace.posterior()
+    assert_moments_match(posterior["mu"], np.array([1.0, -1.0]), var=np.ones(2), p=0.01)
+    assert_moments_match(np.log(posterior["sigma"])[..., None], np.array([0.0]), var=np.array([0.25]), p=0.01)

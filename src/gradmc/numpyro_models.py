@@ -63,11 +63,35 @@ def _without_validation(fn: Callable) -> Callable:
     return run
 
 
-def _model_trace(model: Callable, args: tuple, kwargs: dict, seed: int = 0) -> dict:
-    """One run of ``model(*args, **kwargs)`` from its prior, recorded site by site."""
+def _start_of_improper(site):
+    """NumPyro's uniform start for a latent site whose distribution cannot be sampled (an
+    ``ImproperUniform``, which gives a support and no prior); None for any other site.
+    """
+    from numpyro.distributions import ImproperUniform
+    from numpyro.infer.initialization import init_to_uniform
+
+    if site["type"] != "sample" or site["is_observed"]:
+        return None
+    fn = site["fn"]
+    while hasattr(fn, "base_dist"):  # Independent, ExpandedDistribution, MaskedDistribution
+        fn = fn.base_dist
+    return init_to_uniform(site) if isinstance(fn, ImproperUniform) else None
+
+
+def _seeded(model: Callable, seed) -> Callable:
+    """``model`` run from its prior with ``seed`` (an int or a key); a site with an improper
+    prior at a uniform start in (−2, 2), unconstrained, as NumPyro starts it.
+    """
     from numpyro import handlers
 
-    return handlers.trace(handlers.seed(model, seed)).get_trace(*args, **kwargs)
+    return handlers.substitute(handlers.seed(model, seed), substitute_fn=_start_of_improper)
+
+
+def _model_trace(model: Callable, args: tuple, kwargs: dict, seed: int = 0) -> dict:
+    """One run of ``model(*args, **kwargs)`` from its prior (:func:`_seeded`), recorded site by site."""
+    from numpyro import handlers
+
+    return handlers.trace(_seeded(model, seed)).get_trace(*args, **kwargs)
 
 
 def _recover_enumerated(model: Callable, args: tuple, kwargs: dict, sites: dict) -> Callable | None:
@@ -165,7 +189,7 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
     real values through lgamma); other discrete sites as integers of their own dtype (indices),
     where the gradient is zero and ordinal-NCG's window proposal does the moving.
     """
-    from numpyro.handlers import condition, seed, substitute, trace
+    from numpyro.handlers import condition, substitute, trace
     from numpyro.infer.util import constrain_fn, potential_energy
 
     first, info = _feasible_start(model, args, kwargs, sites, discrete)
@@ -197,7 +221,7 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
 
     def initial_position(key):
         key_discrete, key_continuous = jax.random.split(key)
-        prior = trace(seed(model, key_discrete)).get_trace(*args, **kwargs)
+        prior = trace(_seeded(model, key_discrete)).get_trace(*args, **kwargs)
         continuous_start = _uniform_start(key_continuous, lambda z: logdensity_fn(jnp.concatenate([z, feasible])), flat)
         values = encoded({name: prior[name]["value"] for name in discrete})
         return _lift_ordered(jnp.concatenate([continuous_start, *values]), space, logdensity_fn)
@@ -378,7 +402,6 @@ def _potential(model: Callable, args: tuple, kwargs: dict):
     values of one prior draw (the sites' shapes): ``initialize_model``'s preparation of the
     model, without its search for a start, which :func:`_uniform_start` does per chain.
     """
-    from numpyro.handlers import seed
     from numpyro.infer.util import (
         _get_model_transforms,
         _prepare_model_for_potential,
@@ -386,7 +409,7 @@ def _potential(model: Callable, args: tuple, kwargs: dict):
         transform_fn,
     )
 
-    inv_transforms, replay_model, enumerated, model_trace = _get_model_transforms(seed(model, 0), args, kwargs)
+    inv_transforms, replay_model, enumerated, model_trace = _get_model_transforms(_seeded(model, 0), args, kwargs)
     prepared = _prepare_model_for_potential(model, model_trace, enum=enumerated)
     potential_fn, postprocess_fn = get_potential_fn(
         prepared, inv_transforms, replay_model=replay_model, enum=enumerated, model_args=args, model_kwargs=kwargs
