@@ -241,6 +241,53 @@ def test_a_plate_of_indexed_labels_moves_by_blocked_gibbs_exactly():
     assert_moments_match(posterior["mu"][..., None], np.array([means]), var=np.array([second - means**2]), p=0.01)
 
 
+PAIR = np.array([-2.0, 2.0])
+W_PAIR = np.array([0.4, 0.6])
+
+
+def two_label_mixture(x):
+    """Two labels in a plate index each datum's centre (``PAIR[z]``): 0/1 sites the model
+    cannot take as floats."""
+    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+    with numpyro.plate("data", len(x)):
+        z = numpyro.sample("z", dist.Categorical(probs=jnp.asarray(W_PAIR)))
+        numpyro.sample("x", dist.Normal(jnp.asarray(PAIR)[z] + mu, 1.0), obs=x)
+
+
+def test_two_valued_labels_that_index_an_array_enter_as_integers():
+    from scipy.stats import norm
+
+    from gradmc.spaces import Binary, Product, Real
+
+    target = gradmc.from_numpyro(two_label_mixture, X_PLATE)  # a TypeError from PAIR[z] before
+    assert target.space == Product({"mu": Real(1), "z": Binary(3)})
+    z = np.array([1, 0, 1])
+    expected = norm.logpdf(0.3) + np.sum(np.log(W_PAIR[z])) + np.sum(norm.logpdf(X_PLATE, PAIR[z] + 0.3, 1.0))
+    np.testing.assert_allclose(target.logdensity_fn(jnp.array([0.3, *z], jnp.float32)), expected, rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_two_valued_labels_that_index_an_array_are_sampled_exactly():
+    """As the three-label plate: p(z | x) over the 8 label triples with mu integrated out."""
+    import itertools
+
+    from scipy.stats import multivariate_normal
+
+    from gradmc.enumeration import ExactDistribution
+    from gradmc.testing import assert_tv_within_bound
+
+    trace = gradmc.sample(
+        gradmc.from_numpyro(two_label_mixture, X_PLATE), "auto", num_warmup=500, num_draws=2000, seed=4, progress=False
+    )
+    assert trace.sampler == "mu=nuts, z=plate-gibbs"
+    probs = np.zeros((2,) * 3)
+    for z in itertools.product(range(2), repeat=3):
+        probs[z] = np.prod(W_PAIR[list(z)]) * multivariate_normal.pdf(X_PLATE - PAIR[list(z)], cov=np.eye(3) + 1.0)
+    probs /= probs.sum()
+    exact = ExactDistribution(np.arange(2.0), 3, probs.ravel(order="F"), 0.0)
+    assert_tv_within_bound(trace.posterior()["z"].astype(float), exact)
+
+
 @pytest.mark.slow
 def test_labels_coupled_across_the_plate_get_single_site_gibbs():
     def coupled(x):

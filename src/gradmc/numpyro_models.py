@@ -186,8 +186,10 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
     discrete sites' values; the log density is minus NumPyro's potential energy of the model
     conditioned on the discrete values. 0/1 sites and counts of unbounded support enter it as
     floats (the gradient samplers differentiate it in them: a count's log-pmf continues to
-    real values through lgamma); other discrete sites as integers of their own dtype (indices),
-    where the gradient is zero and ordinal-NCG's window proposal does the moving.
+    real values through lgamma), unless the model cannot take them so (it indexes an array
+    with them, ``locs[z]``); those and the other discrete sites enter as integers of their
+    own dtype (indices), where the gradient is zero and exact conditionals or ordinal-NCG's
+    window proposal do the moving.
     """
     from numpyro.handlers import condition, substitute, trace
     from numpyro.infer.util import constrain_fn, potential_energy
@@ -200,18 +202,39 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
     shapes = {name: np.shape(sites[name]["value"]) for name in discrete}
     dtypes = {name: sites[name]["value"].dtype for name in discrete}
 
-    def split(x):
-        values = {}
-        for name, part in discrete.items():
-            value = space.part(x, name).reshape(shapes[name])
-            continued = isinstance(part, (Binary, Count))
-            values[name] = value if continued else jnp.round(value).astype(dtypes[name])
-        return unravel(x[:num_continuous]), values
+    def split_with(continued: set[str]) -> Callable:
+        """``split(x) -> (continuous sites, discrete sites)``, the ``continued`` ones as floats."""
 
-    @_without_validation
-    def logdensity_fn(x):
-        z, values = split(x)
-        return -potential_energy(condition(model, data=values), args, kwargs, z)
+        def split(x):
+            values = {}
+            for name in discrete:
+                value = space.part(x, name).reshape(shapes[name])
+                values[name] = value if name in continued else jnp.round(value).astype(dtypes[name])
+            return unravel(x[:num_continuous]), values
+
+        return split
+
+    def logdensity_with(split: Callable) -> Callable:
+        @_without_validation
+        def logdensity_fn(x):
+            z, values = split(x)
+            return -potential_energy(condition(model, data=values), args, kwargs, z)
+
+        return logdensity_fn
+
+    def takes_floats(continued: set[str]) -> bool:
+        position = jax.ShapeDtypeStruct((space.dim,), flat.dtype)
+        try:
+            jax.eval_shape(logdensity_with(split_with(continued)), position)
+        except TypeError:  # an array indexed by a float, a shape from a traced value
+            return False
+        return True
+
+    real_valued = {name for name, part in discrete.items() if isinstance(part, (Binary, Count))}
+    if not takes_floats(real_valued):
+        real_valued = {name for name in real_valued if takes_floats({name})}
+    split = split_with(real_valued)
+    logdensity_fn = logdensity_with(split)
 
     def encoded(values: dict):
         """The discrete sites' ``values`` as the position's discrete entries."""
