@@ -96,6 +96,28 @@ def test_auto_is_exact_on_the_joint(target):
     assert posterior["g"].dtype.kind == "i" and posterior["z"].shape == (4, 2500, 1)
 
 
+def test_a_composed_run_is_one_program_and_draws_what_two_would(target, monkeypatch):
+    """Every block can freeze its warm-up (NUTS's window, NCG's step size behind its
+    fallback, the mode shift's judged flag), so warm-up and kept draws share one compiled
+    program; forcing two programs draws the same, bit for bit."""
+    import gradmc.run.sampling as sampling
+
+    run = {**RUN, "num_warmup": 200, "num_draws": 100}
+    programs = []
+    chunk_function = sampling.chunk_function
+    monkeypatch.setattr(sampling, "chunk_function", lambda *args: programs.append(args) or chunk_function(*args))
+    one = gradmc.sample(target, "auto", **run)
+    assert len(programs) == 1
+    plan = sampling._chunk_plan
+    monkeypatch.setattr(sampling, "_chunk_plan", lambda *args: plan(*args)._replace(one_program=False))
+    two = gradmc.sample(target, "auto", **run)
+    assert len(programs) == 3
+    np.testing.assert_array_equal(one.draws, two.draws)
+    for name in one.stats:
+        np.testing.assert_array_equal(one.stats[name], two.stats[name])
+    np.testing.assert_array_equal(one.params["mu"]["step_size"], two.params["mu"]["step_size"])
+
+
 @pytest.mark.slow
 def test_one_sampler_per_block_is_exact_and_frozen_after_warmup(target):
     choice = {"mu": "mala", ("g",): ("gibbs", 3), "z": gradmc.sampler("gwg", num_flips=1)}

@@ -341,6 +341,11 @@ class BoundSampler(NamedTuple):
     ``adapts_in_warmup`` is False when the warm-up steps are ordinary kernel steps (nothing
     is learned), so a driver may skip a separate warm-up phase.
 
+    * ``freeze(warmup_state) -> warmup_state`` (optional): the state from which further
+      ``warmup_step`` calls are ``step`` with the kept parameters, adapting nothing. The
+      runner then runs the kept draws with the warm-up's compiled program instead of
+      compiling the fixed kernel a second time.
+
     Parameters
     ----------
     name : str
@@ -351,6 +356,8 @@ class BoundSampler(NamedTuple):
         Whether the warm-up learns anything.
     refresh : callable, optional
         The function above (None: the sampler cannot move one block of a composed sampler).
+    freeze : callable, optional
+        The function above (None: the kept draws run ``step``).
     """
 
     name: str
@@ -361,6 +368,7 @@ class BoundSampler(NamedTuple):
     position: Callable
     adapts_in_warmup: bool = True
     refresh: Callable | None = None
+    freeze: Callable | None = None
 
 
 class Sampler(NamedTuple):

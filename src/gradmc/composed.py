@@ -532,6 +532,13 @@ def _build(target: Target, num_warmup: int, layout: list[Block], joint: str | No
     def read_position(states):
         return position(states.blocks if isinstance(states, JointWarmup) else states)
 
+    def freeze(states):
+        # the joint move's flag is judged before 3W/4 and stays as it is after
+        blocks_states = states.blocks if joint == WHEN_FROZEN else states
+        x = position(blocks_states)
+        frozen = tuple(bound(block, x).freeze(state) for block, state in zip(layout, blocks_states, strict=True))
+        return states._replace(blocks=frozen) if joint == WHEN_FROZEN else frozen
+
     return BoundSampler(
         "+".join(block.sampler.name for block in layout),
         init,
@@ -540,6 +547,7 @@ def _build(target: Target, num_warmup: int, layout: list[Block], joint: str | No
         step,
         read_position,
         adapts_in_warmup=any(bound(block, zero).adapts_in_warmup for block in layout) or joint == WHEN_FROZEN,
+        freeze=freeze if all(bound(block, zero).freeze is not None for block in layout) else None,
     )
 
 

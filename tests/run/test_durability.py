@@ -310,6 +310,19 @@ def test_ctrl_c_leaves_a_consistent_checkpoint_that_resumes_identically(tmp_path
     np.testing.assert_array_equal(resumed.draws, mala_reference.draws)
 
 
+def test_ctrl_c_in_a_one_program_run_resumes_identically(tmp_path, monkeypatch):
+    """NUTS runs its kept draws as frozen warm-up steps; its checkpoint holds those states."""
+    reference = gradmc.sample(_target(), "nuts", **RUN)
+    ckpt = tmp_path / "ckpt"
+    _interrupt_at_save(monkeypatch, 5)  # 3 warm-up chunks of 20, then the second draw chunk
+    with pytest.raises(KeyboardInterrupt):
+        gradmc.sample(_target(), "nuts", checkpoint=ckpt, **RUN)
+    monkeypatch.undo()
+    resumed = gradmc.sample(_target(), "nuts", checkpoint=ckpt, **RUN)
+    np.testing.assert_array_equal(resumed.draws, reference.draws)
+    np.testing.assert_array_equal(resumed.params["step_size"], reference.params["step_size"])
+
+
 def test_ctrl_c_without_a_checkpoint_says_nothing_was_saved(monkeypatch):
     from gradmc.run import sampling
 

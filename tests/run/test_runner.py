@@ -22,6 +22,32 @@ def test_same_seed_same_draws_whatever_the_chunking(corr_gaussian):
     assert not np.array_equal(one.draws, other_seed.draws)
 
 
+@pytest.mark.parametrize("name", ["nuts", "mala"])
+def test_a_frozen_warm_up_runs_the_kept_draws_in_its_own_program(corr_gaussian, monkeypatch, name):
+    """NUTS's window adaptation and MALA's step-size rule can freeze: the warm-up's compiled
+    chunk also runs the kept draws (one program, not two), and they are exactly those of the
+    fixed kernel."""
+    import gradmc.run.sampling as sampling
+
+    kwargs = dict(num_chains=2, num_warmup=100, num_draws=200, seed=5, progress=False)
+    programs = []
+    chunk_function = sampling.chunk_function
+    monkeypatch.setattr(sampling, "chunk_function", lambda *args: programs.append(args) or chunk_function(*args))
+    one = gradmc.sample(corr_gaussian, name, **kwargs)
+    assert len(programs) == 1
+    plan = sampling._chunk_plan
+    monkeypatch.setattr(sampling, "_chunk_plan", lambda *args: plan(*args)._replace(one_program=False))
+    two = gradmc.sample(corr_gaussian, name, **kwargs)
+    assert len(programs) == 3  # the warm-up's and the fixed kernel's
+    np.testing.assert_array_equal(one.draws, two.draws)
+    for stat in ("step_size", "acceptance_rate", "num_grad_evals"):
+        np.testing.assert_array_equal(one.stats[stat], two.stats[stat])
+    for param in one.params:
+        np.testing.assert_array_equal(one.params[param], two.params[param])
+    assert (one.stats["step_size"] == one.params["step_size"][:, None]).all()  # nothing adapts after warm-up
+    assert type(one.final_state) is type(two.final_state)
+
+
 def test_seed_none_draws_a_seed_that_repeats_the_run(corr_gaussian):
     kwargs = dict(num_chains=2, num_warmup=10, num_draws=8, progress=False)
     fresh = gradmc.sample(corr_gaussian, "rwm", seed=None, **kwargs)
@@ -170,9 +196,8 @@ def test_the_progress_bar_tells_warm_up_from_sampling(corr_gaussian, monkeypatch
             pass
 
     monkeypatch.setattr(sampling, "_progress_bar", lambda *args: Bar())
-    gradmc.sample(corr_gaussian, "rwm", num_chains=2, num_warmup=10, num_draws=8, progress=True)
+    # AM's kept draws compile a program of their own (its warm-up cannot freeze in place)
+    gradmc.sample(corr_gaussian, "am", num_chains=2, num_warmup=10, num_draws=8, progress=True)
     phases = [text for text in shown if not text.endswith("(compiling)")]
-    assert (
-        phases[0] == f"rwm on {corr_gaussian.name}: warm-up" and phases[-1] == f"rwm on {corr_gaussian.name}: sampling"
-    )
-    assert f"rwm on {corr_gaussian.name}: sampling (compiling)" in shown
+    assert phases[0] == f"am on {corr_gaussian.name}: warm-up" and phases[-1] == f"am on {corr_gaussian.name}: sampling"
+    assert f"am on {corr_gaussian.name}: sampling (compiling)" in shown

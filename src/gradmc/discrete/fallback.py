@@ -255,4 +255,6 @@ def with_fallback(sampler: BoundSampler, target: Target, num_warmup: int) -> Bou
         step=step,
         position=lambda state: sampler.position(state.inner if isinstance(state, FallbackState) else state),
         refresh=refresh,
+        # after W/2 the judged flag stays as it is: frozen steps are the kept steps
+        freeze=None if sampler.freeze is None else lambda ws: ws._replace(inner=sampler.freeze(ws.inner)),
     )

@@ -41,6 +41,7 @@ __all__ = [
     "init_states",
     "warmup_step_fn",
     "finalize_fn",
+    "freeze_fn",
     "draw_step_fn",
     "chunk_function",
     "chunk_lengths",
@@ -191,6 +192,23 @@ def finalize_fn(bound: BoundSampler) -> Callable:
         return jax.vmap(bound.finalize, in_axes=(chain_axes(states),), out_axes=out_axes, axis_name="chain")(states)
 
     return finalize
+
+
+def freeze_fn(bound: BoundSampler) -> Callable:
+    """``freeze(states) -> states``: ``bound.freeze`` of every chain (the warm-up is over;
+    further warm-up steps are the kept kernel's, with the kept parameters).
+
+    Parameters
+    ----------
+    bound : BoundSampler
+        The sampler bound to its target (with a ``freeze``).
+    """
+
+    def freeze(states):
+        axes = chain_axes(states)
+        return jax.vmap(bound.freeze, in_axes=(axes,), out_axes=axes, axis_name="chain")(states)
+
+    return freeze
 
 
 def draw_step_fn(bound: BoundSampler, axes) -> Callable:

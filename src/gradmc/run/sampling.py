@@ -40,11 +40,13 @@ from gradmc.registry import Entry
 from gradmc.registry import sampler as registered_sampler
 from gradmc.registry import samplers as registered_samplers
 from gradmc.run.loop import (
+    chain_axes,
     check_num_warmup,
     chunk_function,
     chunk_lengths,
     draw_step_fn,
     finalize_fn,
+    freeze_fn,
     init_states,
     per_chain_view,
     run_keys,
@@ -160,6 +162,7 @@ class _Phase(NamedTuple):
     observer: Callable | None
     state_template: object
     params_template: object
+    chunk: int  # iterations per chunk
 
     def output_template(self, chain_keys, length):
         """Shapes of one chunk's outputs, chains first (to reload a chunk from disk)."""
@@ -169,16 +172,61 @@ class _Phase(NamedTuple):
 
 
 def _draw_phase(
-    bound: BoundSampler, params, num_draws: int, num_warmup: int, thinning: int, observe: Callable, kernel_template
+    bound: BoundSampler,
+    params,
+    num_draws: int,
+    num_warmup: int,
+    thinning: int,
+    observe: Callable,
+    kernel_template,
+    chunk,
 ) -> tuple[_Phase, object]:
-    """The kept-draw phase for these adapted parameters, and the parameters its steps take.
+    """The kept-draw phase for these adapted parameters (``template``: the kernel states'
+    shapes), and the parameters its steps take.
     Parameters equal in every chain (a learned preconditioner, a shared step size) are passed
     once, not per chain, so the kernel uses one matrix for all chains instead of a batch of copies.
     """
     axes, shared = shared_axes(params)
     template = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), shared)
-    phase = _Phase(draw_step_fn(bound, axes), num_draws, num_warmup, thinning, observe, kernel_template, template)
+    phase = _Phase(
+        draw_step_fn(bound, axes), num_draws, num_warmup, thinning, observe, kernel_template, template, chunk
+    )
     return phase, shared
+
+
+class _ChunkPlan(NamedTuple):
+    """How a run is cut into compiled chunks: iterations per chunk of the warm-up and of the
+    kept draws, and whether both phases run one program (frozen warm-up steps as the kept
+    draws, :attr:`~gradmc.base.BoundSampler.freeze`).
+    """
+
+    warmup: int
+    draws: int
+    one_program: bool
+
+
+def _chunk_plan(
+    bound: BoundSampler, size: Callable[..., int], num_warmup: int, num_draws: int, thinning: int, draw_bytes: int
+) -> _ChunkPlan:
+    """One program for both phases where the sampler can freeze its warm-up, every kept step
+    is recorded, and recording the warm-up's positions too stays small; its chunks then have
+    one length, a divisor of both phases' lengths where one is not much shorter (else a
+    shorter last chunk compiles once more).
+    """
+    warmup, draws = size(num_warmup), size(num_draws, draw_bytes)
+    one_program = (
+        bound.freeze is not None
+        and thinning == 1
+        and min(num_warmup, num_draws) > 0
+        and num_warmup * draw_bytes <= LARGE_RUN_BYTES
+    )
+    if not one_program:
+        return _ChunkPlan(warmup, draws, False)
+    common = min(size(min(num_warmup, num_draws)), draws)
+    divisor = math.gcd(num_warmup, num_draws)
+    if (num_warmup % common or num_draws % common) and divisor * 8 >= common:
+        common = divisor  # chunks of one length, at most 8 times as many
+    return _ChunkPlan(common, common, True)
 
 
 def _to_chain_major(outputs):
@@ -265,6 +313,11 @@ def _observer(bound: BoundSampler, target: Target, keep: Callable | None) -> Cal
     if space is not None:
         return lambda state: space.to_index(bound.position(state)).astype(space.index_dtype)
     return bound.position
+
+
+def _every_chain(observe: Callable) -> Callable:
+    """``observe`` of every chain (the parts of a state held once are passed once)."""
+    return lambda states: jax.vmap(observe, in_axes=(chain_axes(states),))(states)
 
 
 def _bytes_per_iteration(keep: Callable | None, target: Target, num_chains: int) -> int:
@@ -437,7 +490,7 @@ class _PhaseRunner:
         self,
         chain_keys,
         store: RunStore | None,
-        size: Callable[..., int],
+        plan: _ChunkPlan,
         checkpoint_every: int,
         keep_draws: bool,
         draw_bytes: int,
@@ -445,7 +498,8 @@ class _PhaseRunner:
     ):
         self.chain_keys = chain_keys
         self.store = store
-        self.size = size
+        self.plan = plan
+        self.compiled: dict[tuple, tuple] = {}  # (step function, observer, thinning, length) -> (program, placement)
         self.checkpoint_every = checkpoint_every
         self.keep_draws = keep_draws
         self.draw_bytes = draw_bytes  # bytes of one iteration's kept outputs, all chains
@@ -466,6 +520,8 @@ class _PhaseRunner:
             if self.draw_buffer is not None:
                 self.draw_buffer.add(draws)
             out = stats  # the draws live in the buffer (or nowhere, without keep_draws)
+        elif self.plan.one_program:
+            out = out[1]  # the warm-up's positions, recorded only to share the draws' program
         self.collected[name].append(out)
 
     def resume(self, placement: _Placement, warm_states, kernel_template, params_template):
@@ -483,29 +539,28 @@ class _PhaseRunner:
 
     def run_phase(self, name: str, spec: _Phase, states, params, already_done: int, saved_params=None):
         """Run (or, for chunks finished before a resume, reload) the chunks of one phase."""
-        compiled: dict[int, Callable] = {}
         iterations = 0
         _show_phase(self.bar, self.run_name, name)
-        for index, length in enumerate(
-            chunk_lengths(spec.num, self.size(spec.num, self.draw_bytes if name == DRAWS else 0)) if spec.num else []
-        ):
+        for index, length in enumerate(chunk_lengths(spec.num, spec.chunk) if spec.num else []):
             if iterations < already_done:  # only after a resume, so from a store
                 assert self.store is not None
                 self.collect(name, self.store.load_chunk(name, index, spec.output_template(self.chain_keys, length)))
                 iterations += length
                 continue
-            if length not in compiled:
+            program = (spec.step_fn, spec.observer, spec.thinning, length)
+            if program not in self.compiled:
                 t0 = time.perf_counter()
                 with _compiling(self.bar):
                     fn = jax.jit(chunk_function(spec.step_fn, spec.observer, spec.thinning, length))
-                    compiled[length] = fn.lower(self.chain_keys, states, params, jnp.int32(0)).compile()
+                    compiled = fn.lower(self.chain_keys, states, params, jnp.int32(0)).compile()
+                self.compiled[program] = compiled, jax.tree.map(lambda x: x.sharding, states)
                 self.timing["compile_s"] += time.perf_counter() - t0
-                shardings = jax.tree.map(lambda x: x.sharding, states)
+            compiled, shardings = self.compiled[program]
             # the placement the chunk was compiled for (a no-op unless the compiler moved a part)
             states = jax.device_put(states, shardings)
             t0 = time.perf_counter()
             first = jnp.int32(spec.first_step + iterations * spec.thinning)
-            states, out = compiled[length](self.chain_keys, states, params, first)
+            states, out = compiled(self.chain_keys, states, params, first)
             out = _to_chain_major(jax.device_get(out))
             self.timing["warmup_s" if name == WARMUP else "sampling_s"] += time.perf_counter() - t0
             iterations += length
@@ -533,25 +588,41 @@ class _PhaseRunner:
         :class:`RunInterrupted`, which says how far the run got, instead of ``KeyboardInterrupt``.
         """
         try:
+            plan = self.plan
             finalize = jax.jit(finalize_fn(bound))
             kernel_template, params_template = jax.eval_shape(finalize, warm_states)
-            warmup = _Phase(warmup_step_fn(bound), num_warmup, 0, 1, None, warm_states, None)
-            phase, done, states, params = self.resume(placement, warm_states, kernel_template, params_template)
+            warm_step = warmup_step_fn(bound)
+            recorded = observe if plan.one_program else None
+            warmup = _Phase(warm_step, num_warmup, 0, 1, recorded, warm_states, None, plan.warmup)
+            draw_template = warm_states if plan.one_program else kernel_template
+            phase, done, states, params = self.resume(placement, warm_states, draw_template, params_template)
             self.run_name = progress[0]
             self.bar = _progress_bar(
                 num_warmup + num_draws * thinning, done if phase == WARMUP else num_warmup + done * thinning, *progress
             )
             if phase == WARMUP:
                 states = self.run_phase(WARMUP, warmup, states, None, done)
-                states, params = finalize(states)
+                if plan.one_program:
+                    states = jax.jit(freeze_fn(bound))(states)
+                    params = finalize(states)[1]
+                else:
+                    states, params = finalize(states)
                 if self.store is not None:
                     self.store.save_state(DRAWS, 0, states, params, self.timing)
                 done = 0
             else:  # resumed in the draw phase: the warm-up statistics come back from disk
                 self.run_phase(WARMUP, warmup, None, None, num_warmup)
-            draws, step_params = _draw_phase(bound, params, num_draws, num_warmup, thinning, observe, kernel_template)
+            if plan.one_program:  # frozen warm-up steps: the warm-up's compiled program
+                draws = _Phase(warm_step, num_draws, num_warmup, 1, observe, warm_states, None, plan.draws)
+                step_params = None
+            else:
+                draws, step_params = _draw_phase(
+                    bound, params, num_draws, num_warmup, thinning, observe, kernel_template, plan.draws
+                )
             self.draw_buffer = _DrawBuffer(num_draws) if self.keep_draws else None
             states = self.run_phase(DRAWS, draws, states, step_params, done, params)
+            if plan.one_program:
+                states = finalize(states)[0]
             self.bar.close()
             return states, params
         except KeyboardInterrupt:
@@ -728,7 +799,7 @@ def sample(
     _check_fits(sampler, target)
     preload_arviz()  # for the checks after the run, while it compiles
     bound: BoundSampler = sampler.bind(target, num_warmup)
-    observe = jax.vmap(_observer(bound, target, keep))
+    observe = _every_chain(_observer(bound, target, keep))
     placement = _Placement.create(num_chains, devices)
     keys = run_keys(seed, num_chains)
     chain_keys = placement.place(keys.chain)
@@ -738,6 +809,7 @@ def sample(
     )
     size = _chunk_size_fn(chunk_size, progress, checkpoint)
     draw_bytes = _bytes_per_iteration(keep, target, num_chains)
+    plan = _chunk_plan(bound, size, num_warmup, num_draws, thinning, draw_bytes)
     store = None
     if checkpoint is not None or _CHECKPOINT_ROOT.get() is not None:
         fingerprint = run_fingerprint(
@@ -750,12 +822,12 @@ def sample(
             seed=seed,
             thinning=thinning,
             keep=keep,
-            chunk_sizes=(size(num_warmup), size(num_draws, draw_bytes)),
+            chunk_sizes=(plan.warmup, plan.draws),
         )
         store = open_store(checkpoint, _CHECKPOINT_ROOT.get(), fingerprint, restart=restart)
     index_space = _index_space(target, keep)
     decode = None if index_space is None else index_space.decode
-    runner = _PhaseRunner(chain_keys, store, size, checkpoint_every, keep_draws, draw_bytes, decode)
+    runner = _PhaseRunner(chain_keys, store, plan, checkpoint_every, keep_draws, draw_bytes, decode)
     states, params = runner.run(
         bound,
         placement,
