@@ -196,8 +196,9 @@ def test_the_progress_bar_tells_warm_up_from_sampling(corr_gaussian, monkeypatch
             pass
 
     monkeypatch.setattr(sampling, "_progress_bar", lambda *args: Bar())
-    # AM's kept draws compile a program of their own (its warm-up cannot freeze in place)
-    gradmc.sample(corr_gaussian, "am", num_chains=2, num_warmup=10, num_draws=8, progress=True)
+    # gadrwm's kept draws compile a program of their own (its warm-up runs a kernel of its own)
+    gradmc.sample(corr_gaussian, "gadrwm", num_chains=2, num_warmup=10, num_draws=8, progress=True)
+    name = f"gadrwm on {corr_gaussian.name}"
     phases = [text for text in shown if not text.endswith("(compiling)")]
-    assert phases[0] == f"am on {corr_gaussian.name}: warm-up" and phases[-1] == f"am on {corr_gaussian.name}: sampling"
-    assert f"am on {corr_gaussian.name}: sampling (compiling)" in shown
+    assert phases[0] == f"{name}: warm-up" and phases[-1] == f"{name}: sampling"
+    assert f"{name}: sampling (compiling)" in shown

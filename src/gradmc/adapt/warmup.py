@@ -68,15 +68,15 @@ class Rule(NamedTuple):
 
 
 class WarmupState(NamedTuple):
-    """A chain's warm-up state under :func:`bind`: the kernel's state and the rule's; for a
-    sampler bound with ``freezable=True`` also the parameters kept after warm-up and whether
-    the warm-up is over (:class:`~gradmc.base.Shared`: the same for every chain).
+    """A chain's warm-up state under :func:`bind`: the kernel's state, the rule's, the
+    parameters kept after warm-up and whether the warm-up is over (a
+    :class:`~gradmc.base.Shared` flag, the same for every chain).
     """
 
     kernel: Any
     rule: Any
-    kept: Any = None
-    frozen: Any = None
+    kept: dict
+    frozen: Shared
 
 
 class WarmupKernel(NamedTuple):
@@ -206,7 +206,6 @@ def bind(
     adapts_in_warmup: bool | None = None,
     position: Callable | None = None,
     refresh: bool = True,
-    freezable: bool = False,
 ) -> BoundSampler:
     """The :class:`~gradmc.base.BoundSampler` of ``kernel`` with fixed ``params`` and a warm-up ``rule``.
 
@@ -237,15 +236,12 @@ def bind(
         position, so :class:`~gradmc.base.BoundSampler`'s ``refresh`` is ``kernel_init`` at the
         new position; False: the state holds more (replicas, a temperature), and the sampler
         cannot be moved from outside (one block of a composed sampler, the discrete fallback).
-    freezable : bool
-        (Without a rule, warm-up steps are kept steps already, and the sampler freezes as it is.)
-        The warm-up state also holds the kept parameters (``rule.final``'s, which must have the
-        keys, shapes and dtypes of ``rule.current``'s), so that the kept draws can run as frozen
-        warm-up steps (:attr:`~gradmc.base.BoundSampler.freeze`): one compiled program for the
-        whole run.
+
+    The warm-up state also holds the kept values of the parameters the rule sets (``rule.final``'s,
+    in the shapes of ``rule.current``'s), so that the kept draws can run as frozen warm-up steps
+    (:attr:`~gradmc.base.BoundSampler.freeze`): one compiled program for the whole run.
     """
     read = position or (lambda state: state.position)
-    freezable = freezable and rule is not None
 
     def refresh_state(key, state, position):
         if isinstance(state, WarmupState):
@@ -257,27 +253,24 @@ def bind(
         return state, stats_fn(state, info, params)
 
     def kept(rule_state, frozen: bool) -> dict:
-        """The kept parameters in the shape of the current ones, and the frozen flag."""
+        """The kept values of the parameters the rule sets, as it sets them, and the flag."""
         current, final = rule.current(rule_state), rule.final(rule_state)
-        if jax.tree.structure(current) != jax.tree.structure(final):
-            raise ValueError(f"{name}: a freezable rule keeps the parameters it adapts, got {final} for {current}")
-        final = jax.tree.map(lambda f, c: jnp.asarray(f, c.dtype), final, current)
-        return {"kept": final, "frozen": Shared(jnp.asarray(frozen))}
+        values = {
+            key: jax.tree.map(lambda f, c: jnp.asarray(f, jnp.result_type(c)), final[key], now)
+            for key, now in current.items()
+        }
+        return {"kept": values, "frozen": Shared(jnp.asarray(frozen))}
 
     def init(key, start):
         state = kernel_init(key, start)
         if rule is None:
             return state
         rule_state = rule.init(state)
-        return WarmupState(state, rule_state, **(kept(rule_state, False) if freezable else {}))
+        return WarmupState(state, rule_state, **kept(rule_state, False))
 
     def warmup_step(key, ws, t):
         if rule is None:
             return step(key, ws, params)
-        if not freezable:
-            current = {**params, **rule.current(ws.rule)}
-            state, info = kernel(key, ws.kernel, **current)
-            return WarmupState(state, rule.update(ws.rule, state, info, t)), stats_fn(state, info, current)
         frozen = ws.frozen.value
         current = {**params, **jax.lax.cond(frozen, lambda: ws.kept, lambda: rule.current(ws.rule))}
         state, info = kernel(key, ws.kernel, **current)
@@ -296,7 +289,7 @@ def bind(
         position=lambda state: read(state.kernel) if isinstance(state, WarmupState) else read(state),
         adapts_in_warmup=(rule is not None) if adapts_in_warmup is None else adapts_in_warmup,
         refresh=refresh_state if refresh else None,
-        freeze=_identity if rule is None else (lambda ws: ws._replace(**kept(ws.rule, True))) if freezable else None,
+        freeze=_identity if rule is None else lambda ws: ws._replace(**kept(ws.rule, True)),
     )
 
 
@@ -408,5 +401,4 @@ def step_size_sampler(
         lambda state, info, params: stats_fn(state, info, params[parameter]),
         step_rule(parameter, rule or fixed_rule(), initial_step_size, kept_value),
         adapts_in_warmup=rule is not None,
-        freezable=True,
     )

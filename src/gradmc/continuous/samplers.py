@@ -195,7 +195,6 @@ def _window_sampler(
         {},
         lambda state, info, params: hmc.stats(state, info, params["step_size"]),
         window_rule(num_warmup, dense_mass, target_accept, initial_step_size),
-        freezable=True,
     )
 
 
