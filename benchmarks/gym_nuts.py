@@ -14,7 +14,7 @@ gradient evaluations (leapfrog steps) per draw, so that a difference in speed ca
 A chain whose step size collapsed in warm-up (a bad start) makes every chain of its batch
 wait for its 1,023-step trajectories: look at the step sizes before the ratio.
 
-Needs ``pip install inference-gym tfp-nightly``. Usage:
+Needs ``pip install inference-gym`` and ``pip install --pre tfp-nightly``. Usage:
 ``python benchmarks/gym_nuts.py [--model SyntheticLogGaussianCoxProcess] [--chains 4]
 [--warmup 1000] [--draws 2000] [--seed 0]``.
 """
