@@ -203,10 +203,13 @@ def freeze_fn(bound: BoundSampler) -> Callable:
     bound : BoundSampler
         The sampler bound to its target (with a ``freeze``).
     """
+    if bound.freeze is None:
+        raise ValueError(f"sampler {bound.name!r} cannot freeze its warm-up in place")
+    one_chain = bound.freeze
 
     def freeze(states):
         axes = chain_axes(states)
-        return jax.vmap(bound.freeze, in_axes=(axes,), out_axes=axes, axis_name="chain")(states)
+        return jax.vmap(one_chain, in_axes=(axes,), out_axes=axes, axis_name="chain")(states)
 
     return freeze
 
