@@ -209,6 +209,10 @@ def bind(
 ) -> BoundSampler:
     """The :class:`~gradmc.base.BoundSampler` of ``kernel`` with fixed ``params`` and a warm-up ``rule``.
 
+    The warm-up state also holds the kept values of the parameters the rule sets (``rule.final``'s,
+    in the shapes of ``rule.current``'s), so that the kept draws can run as frozen warm-up steps
+    (:attr:`~gradmc.base.BoundSampler.freeze`): one compiled program for the whole run.
+
     Parameters
     ----------
     name : str
@@ -236,10 +240,6 @@ def bind(
         position, so :class:`~gradmc.base.BoundSampler`'s ``refresh`` is ``kernel_init`` at the
         new position; False: the state holds more (replicas, a temperature), and the sampler
         cannot be moved from outside (one block of a composed sampler, the discrete fallback).
-
-    The warm-up state also holds the kept values of the parameters the rule sets (``rule.final``'s,
-    in the shapes of ``rule.current``'s), so that the kept draws can run as frozen warm-up steps
-    (:attr:`~gradmc.base.BoundSampler.freeze`): one compiled program for the whole run.
     """
     read = position or (lambda state: state.position)
 
