@@ -179,10 +179,10 @@ def _draw_phase(
     thinning: int,
     observe: Callable,
     kernel_template,
-    chunk,
+    chunk: int,
 ) -> tuple[_Phase, object]:
-    """The kept-draw phase for these adapted parameters (``template``: the kernel states'
-    shapes), and the parameters its steps take.
+    """The kept-draw phase for these adapted parameters (``kernel_template``: the kernel
+    states' shapes; ``chunk``: iterations per chunk), and the parameters its steps take.
     Parameters equal in every chain (a learned preconditioner, a shared step size) are passed
     once, not per chain, so the kernel uses one matrix for all chains instead of a batch of copies.
     """
@@ -493,7 +493,6 @@ class _PhaseRunner:
         plan: _ChunkPlan,
         checkpoint_every: int,
         keep_draws: bool,
-        draw_bytes: int,
         decode: Callable | None = None,
     ):
         self.chain_keys = chain_keys
@@ -502,7 +501,6 @@ class _PhaseRunner:
         self.compiled: dict[tuple, tuple] = {}  # (step function, observer, thinning, length) -> (program, placement)
         self.checkpoint_every = checkpoint_every
         self.keep_draws = keep_draws
-        self.draw_bytes = draw_bytes  # bytes of one iteration's kept outputs, all chains
         self.draw_buffer: _DrawBuffer | None = None  # made by run() when draws are kept
         self.timing = {"compile_s": 0.0, "warmup_s": 0.0, "sampling_s": 0.0}
         self.collected: dict[str, list] = {WARMUP: [], DRAWS: []}
@@ -827,7 +825,7 @@ def sample(
         store = open_store(checkpoint, _CHECKPOINT_ROOT.get(), fingerprint, restart=restart)
     index_space = _index_space(target, keep)
     decode = None if index_space is None else index_space.decode
-    runner = _PhaseRunner(chain_keys, store, plan, checkpoint_every, keep_draws, draw_bytes, decode)
+    runner = _PhaseRunner(chain_keys, store, plan, checkpoint_every, keep_draws, decode)
     states, params = runner.run(
         bound,
         placement,
