@@ -452,9 +452,10 @@ def _build(target: Target, num_warmup: int, layout: list[Block], joint: str | No
             return block.sampler.bind(view, num_warmup * block.steps)
 
     zero = jnp.zeros(target.space.event_shape, jnp.result_type(float))
-    readers = []
+    readers, freezable = [], True
     for block in layout:
         b = bound(block, zero)
+        freezable = freezable and b.freeze is not None
         if b.refresh is None and len(layout) > 1:
             raise ValueError(
                 f"sampler {block.sampler.name!r} cannot move the block {block.label!r}: its state holds more than "
@@ -547,7 +548,7 @@ def _build(target: Target, num_warmup: int, layout: list[Block], joint: str | No
         step,
         read_position,
         adapts_in_warmup=any(bound(block, zero).adapts_in_warmup for block in layout) or joint == WHEN_FROZEN,
-        freeze=freeze if all(bound(block, zero).freeze is not None for block in layout) else None,
+        freeze=freeze if freezable else None,
     )
 
 
