@@ -411,9 +411,8 @@ def _repeated(move, bound: BoundSampler, steps: int, key, state, i: int):
     """``steps`` kernel steps of block ``i`` (``move(bound, key, state, i, j)`` for step j);
     the statistics of the last, with the evaluations summed and the acceptance rate averaged.
     """
-    state, stats = move(bound, jax.random.fold_in(key, 0), state, i, 0)
     if steps == 1:
-        return state, stats
+        return move(bound, jax.random.fold_in(key, 0), state, i, 0)
 
     def one(carry, j):
         state, stats = carry
@@ -424,7 +423,10 @@ def _repeated(move, bound: BoundSampler, steps: int, key, state, i: int):
         )
         return (state, total), None
 
-    (state, stats), _ = jax.lax.scan(one, (state, stats), jnp.arange(1, steps))
+    # the kernel is traced once, inside the scan: its statistics start from zeros of their shapes
+    shapes = jax.eval_shape(lambda: move(bound, key, state, i, 0)[1])
+    zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+    (state, stats), _ = jax.lax.scan(one, (state, zeros), jnp.arange(steps))
     return state, stats._replace(acceptance_rate=stats.acceptance_rate / steps)
 
 
