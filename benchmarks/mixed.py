@@ -25,6 +25,11 @@ Models:
 * ``ssvs``: George & McCulloch's spike and slab for linear regression (n = 100, p = 20,
   five non-zero coefficients): ``gamma[j] ~ Bernoulli(0.2)``, ``beta[j] ~ N(0, 2²)`` when
   in and ``N(0, 0.1²)`` when out, unit noise.
+* ``coal``: the coal-mining change point of Stan's user's guide ("latent discrete
+  parameters"): yearly disaster counts 1851-1961 (T = 111), Poisson with an early rate before
+  the change point ``s ~ DiscreteUniform(0, T - 1)`` and a late rate from it on, both rates
+  ``Exponential(1)``. The rates' Gamma-Poisson conjugacy gives p(s | y) exactly, so the error
+  column is against the exact posterior mean of ``s``.
 * ``mixture``: a three-component Gaussian mixture of 100 data with explicit assignments
   ``z[n] ~ Categorical(softmax(logits))``, component means ``locs ~ N((-3, 0, 3), 1)``,
   ``logits ~ N(0, 1)``, unit noise.
@@ -63,7 +68,7 @@ posterior means of the discrete sites (inclusion probabilities; counts; each cat
 each assignment) against a long reference run (gradmc ``"auto"`` with ``--reference-draws``
 draws per chain).
 
-Usage: ``python benchmarks/mixed.py [--models gmm24,ssvs,mixture,hmm,logistic,nmixture,sparse]
+Usage: ``python benchmarks/mixed.py [--models gmm24,ssvs,coal,mixture,hmm,logistic,nmixture,sparse]
 [--chains 4] [--warmup 1000] [--draws 2000] [--gradmc auto,gamma=pavg]``.
 """
 
@@ -85,7 +90,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import gradmc
-from gradmc.spaces import Binary, Categorical
+from gradmc.spaces import Binary, Categorical, Ordinal
 
 # -- the models ---------------------------------------------------------------------------
 
@@ -336,6 +341,73 @@ def sparse(seed: int = 0):
     return target, model, {**init, "s": jnp.asarray(start, jnp.int32)}, ("beta", "log_var"), ("s",)
 
 
+#: Coal-mining disasters in Britain per year, 1851-1961 (Jarrett 1979), as in Stan's user's
+#: guide chapter on latent discrete parameters.
+COAL_DISASTERS = np.array(
+    [4, 5, 4, 0, 1, 4, 3, 4, 0, 6, 3, 3, 4, 0, 2, 6, 3, 3, 5, 4, 5, 3, 1, 4, 4, 1, 5, 5, 3, 4, 2, 5, 2, 2, 3, 4, 2, 1]
+    + [3, 2, 2, 1, 1, 1, 1, 3, 0, 0, 1, 0, 1, 1, 0, 0, 3, 1, 0, 3, 2, 2, 0, 1, 1, 1, 0, 1, 0, 1, 0, 0, 0, 2, 1, 0]
+    + [0, 0, 1, 1, 0, 2, 3, 3, 1, 1, 2, 1, 1, 1, 1, 2, 4, 2, 0, 0, 1, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 1],
+    np.float32,
+)
+#: The rate of the disaster rates' exponential priors.
+COAL_PRIOR_RATE = 1.0
+
+
+def coal_change_point_exact() -> tuple[np.ndarray, np.ndarray]:
+    """The exact posterior of :func:`coal`'s change point s and the exact posterior means of the
+    early and late rates: an Exponential(r) prior is Gamma(1, r), conjugate to the Poisson
+    counts on either side of s, so p(s | y) ∝ Γ(1 + S₁) / (r + n₁)^(1 + S₁) · Γ(1 + S₂) / (r + n₂)^(1 + S₂)
+    with S₁, n₁ the sum and number of the counts before s and S₂, n₂ those from s on.
+    """
+    from scipy.special import gammaln, softmax
+
+    y = COAL_DISASTERS.astype(np.float64)
+    s = np.arange(len(y))
+    before = np.concatenate([[0.0], np.cumsum(y)[:-1]])  # S1 for s = 0, 1, ..., T - 1
+    n1, n2, after = s, len(y) - s, y.sum() - before
+    r = COAL_PRIOR_RATE
+    log_p = gammaln(1 + before) - (1 + before) * np.log(r + n1) + gammaln(1 + after) - (1 + after) * np.log(r + n2)
+    p = softmax(log_p)
+    return p, np.array([p @ ((1 + before) / (r + n1)), p @ ((1 + after) / (r + n2))])
+
+
+def coal(seed: int = 0):
+    """The coal-mining change point (Stan's user's guide, "latent discrete parameters"): the
+    gradmc target (log rates, the change point an ordinal site) and the NumPyro model.
+    """
+    import numpyro
+    import numpyro.distributions as dist
+
+    del seed  # the data are the disasters'
+    y, r = jnp.asarray(COAL_DISASTERS), COAL_PRIOR_RATE
+    T = len(COAL_DISASTERS)
+
+    def log_density(position):
+        # the rates as logs (so the sites' names match the NumPyro model's: a bulk ESS, rank-based,
+        # is the same for a rate and its log); the log's Jacobian adds the logs themselves
+        log_early, log_late, s = position["early"][0], position["late"][0], position["s"][0]
+        early, late = jnp.exp(log_early), jnp.exp(log_late)
+        rate = jnp.where(jnp.arange(T) < s, early, late)
+        return log_early + log_late - r * (early + late) + jnp.sum(y * jnp.log(rate) - rate)
+
+    def model():
+        early = numpyro.sample("early", dist.Exponential(r))
+        late = numpyro.sample("late", dist.Exponential(r))
+        s = numpyro.sample("s", dist.DiscreteUniform(0, T - 1))
+        numpyro.sample("y", dist.Poisson(jnp.where(jnp.arange(T) < s, early, late)), obs=y)
+
+    init = {"early": jnp.zeros(1), "late": jnp.zeros(1), "s": jnp.array([T // 2], jnp.float32)}
+    space = {"s": Ordinal(np.arange(T), 1)}
+    target = gradmc.from_function(log_density, init=init, space=space, name="coal")
+    return (
+        target,
+        model,
+        {"early": jnp.array(1.0), "late": jnp.array(1.0), "s": jnp.array(T // 2)},
+        ("early", "late"),
+        ("s",),
+    )
+
+
 def sparse_inclusion() -> np.ndarray:
     """The exact inclusion probabilities of :func:`sparse`'s 20 switches (gradmc's enumeration)."""
     from gradmc.targets.sparse_regression import load_cache
@@ -346,11 +418,16 @@ def sparse_inclusion() -> np.ndarray:
 
 #: Models whose discrete marginals are known exactly (the posterior means of their discrete
 #: sites, and the number of values of each categorical site): no reference run is needed.
-EXACT = {"gmm24": (GMM24_WEIGHTS, {"z": 4}), "sparse": (sparse_inclusion(), None)}
+EXACT = {
+    "gmm24": (GMM24_WEIGHTS, {"z": 4}),
+    "sparse": (sparse_inclusion(), None),
+    "coal": (np.array([coal_change_point_exact()[0] @ np.arange(len(COAL_DISASTERS))]), None),
+}
 
 MODELS = {
     "gmm24": gmm24,
     "ssvs": ssvs,
+    "coal": coal,
     "mixture": mixture,
     "hmm": hmm,
     "logistic": logistic,
@@ -398,6 +475,18 @@ def run_gradmc(target, choice, args, init=None) -> dict:
         "sampling_s": trace.timing["warmup_s"] + trace.timing["sampling_s"],
         "grad_evals": float(np.sum(trace.stats["num_grad_evals"]) + np.sum(trace.warmup_stats["num_grad_evals"])),
         "warnings": len(caught),
+    }
+
+
+def unconstrained(model, values: dict) -> dict:
+    """``values`` of ``model``'s sites with each continuous one mapped to the unconstrained space."""
+    from numpyro import handlers
+    from numpyro.distributions.transforms import biject_to
+
+    sites = handlers.trace(handlers.substitute(handlers.seed(model, 0), data=values)).get_trace()
+    return {
+        name: value if sites[name]["fn"].is_discrete else biject_to(sites[name]["fn"].support).inv(value)
+        for name, value in values.items()
     }
 
 
@@ -490,7 +579,7 @@ def report(run: dict, continuous, discrete, ref_means, categories=None) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default="gmm24,ssvs,mixture,hmm,logistic,nmixture")
+    parser.add_argument("--models", default="gmm24,ssvs,coal,mixture,hmm,logistic,nmixture")
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=2000)
@@ -531,8 +620,9 @@ def main() -> None:
             choice = "auto" if text == "auto" else dict(pair.split("=") for pair in text.split(";"))
             report(run_gradmc(target, choice, args), continuous, discrete, ref_means, categories)
         numpyro_target = gradmc.from_numpyro(model)
-        # the NumPyro runs' start; every continuous site here is real-valued, so its unconstrained value is itself
-        start = np.concatenate([np.ravel(init[name]) for name in numpyro_target.space.parts]).astype(np.float32)
+        # the NumPyro runs' start, its continuous sites unconstrained as gradmc.from_numpyro samples them
+        start = unconstrained(model, init)
+        start = np.concatenate([np.ravel(start[name]) for name in numpyro_target.space.parts]).astype(np.float32)
         from_model = run_gradmc(numpyro_target, "auto", args, init=start)
         from_model["method"] = from_model["method"].replace("gradmc", "gradmc from_numpyro:")
         report(from_model, continuous, discrete, ref_means, categories)

@@ -64,6 +64,9 @@ _AUTO_CHOICE = {
     Count: "ordinal-ncg",
 }
 FLAT_CHOICE = "gibbs"  # "auto" on a discrete block without a gradient (flat_parts)
+#: A block's sampler named without options takes these: single-site Gibbs sweeps the block's
+#: sites in turn (each once per sweep), where its own default picks a random site each step.
+BLOCK_OPTIONS = {FLAT_CHOICE: {"scan": "systematic"}}
 PLATE_CHOICE = "plate-gibbs"  # "auto" where the target gives the block's site terms (a plate of independent sites)
 CHAIN_CHOICE = "ffbs"  # "auto" on categorical sites coupled in a chain (chain_parts): an HMM's states
 #: Samplers whose one step draws the whole block from its conditional (exactly, or in the
@@ -196,7 +199,8 @@ def _as_block_sampler(choice, space: Space, label: str) -> tuple[Sampler, int]:
             )
         choice, steps = choice
     if isinstance(choice, str):
-        choice = registered_sampler(auto_sampler(space) if choice == AUTO else choice)
+        name = auto_sampler(space) if choice == AUTO else choice
+        choice = registered_sampler(name, **BLOCK_OPTIONS.get(name, {}))
     if not isinstance(choice, Sampler):
         raise TypeError(
             f"the sampler of {label!r} must be a name or a gradmc.sampler(...), got {type(choice).__name__}"
