@@ -190,8 +190,13 @@ def test_one_name_moves_every_block_of_its_kind(target):
 
 
 def test_one_sweep_of_single_site_gibbs_and_one_draw_of_a_whole_block(target):
-    steps = {b.label: b.steps for b in gradmc.composed.blocks(target.space, {"g": "gibbs", "z": "ncg"})}
-    assert steps == {"g": target.space.parts["g"].d, "mu": 1, "z": gradmc.composed.DISCRETE_STEPS}
+    layout = gradmc.composed.blocks(target.space, {"g": "gibbs", "z": "ncg"})
+    assert {b.label: b.steps for b in layout} == {
+        "g": target.space.parts["g"].d,
+        "mu": 1,
+        "z": gradmc.composed.DISCRETE_STEPS,
+    }
+    assert layout[0].sampler.options == {"scan": "systematic"}  # each site once per sweep
     assert {b.label: b.steps for b in gradmc.composed.blocks(target.space, {"z": "ffbs"})}["z"] == 1
 
 

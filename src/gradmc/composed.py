@@ -252,20 +252,25 @@ def curved_parts(target: Target) -> set[str]:
         A target on a :class:`~gradmc.spaces.Product` space.
     """
     space = target.space
-    start = target.draw_initial(jax.random.key(0))
+    names = [name for name in space.discrete_parts if not isinstance(space.parts[name], Ordinal)]
+    # ordinal-NCG's window keeps its moves local, where a first-order view holds: ordinal parts are not probed
     grad_fn = jax.grad(target.logdensity_fn)
-    curvature = jax.jit(lambda x, v: jax.jvp(grad_fn, (x,), (v,))[1])
+
+    @jax.jit
+    def probe(start):
+        """Each part's Hessian-vector products at the start and with the part's sites moved on."""
+        products = {}
+        for name in names:
+            part, where = space.parts[name], space.slices[name]
+            index = part.to_index(jnp.reshape(start[where], part.event_shape))
+            other = jnp.ravel(part.from_index((index + 1) % part.num_values)).astype(start.dtype)
+            direction = jnp.zeros_like(start).at[where].set(jax.random.normal(jax.random.key(2), other.shape))
+            along = [jax.jvp(grad_fn, (x,), (direction,))[1][where] for x in (start, start.at[where].set(other))]
+            products[name] = tuple(along)
+        return products
+
     found = set()
-    for name in space.discrete_parts:
-        part, where = space.parts[name], space.slices[name]
-        if isinstance(part, Ordinal):  # ordinal-NCG's window keeps its moves local, where a first-order view holds
-            continue
-        # the second point: every site of the part moved to its next value
-        index = part.to_index(jnp.reshape(start[where], part.event_shape))
-        other = jnp.ravel(part.from_index((index + 1) % part.num_values)).astype(start.dtype)
-        direction = jnp.zeros_like(start).at[where].set(jax.random.normal(jax.random.key(2), other.shape))
-        here = np.asarray(curvature(start, direction))[where]
-        there = np.asarray(curvature(start.at[where].set(other), direction))[where]
+    for name, (here, there) in jax.device_get(probe(target.draw_initial(jax.random.key(0)))).items():
         size = max(np.linalg.norm(here), np.linalg.norm(there))
         if size > 0 and np.linalg.norm(here - there) > CURVATURE_TOLERANCE * size:
             found.add(name)
