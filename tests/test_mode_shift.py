@@ -77,19 +77,38 @@ def check_exact(trace):
     z = trace.posterior()["z"][..., 0]
     assert all(set(np.unique(z[c])) == {0, 1, 2} for c in range(len(z)))  # every chain visits every component
     accepted = np.asarray(trace.stats["joint.acceptance_rate"]).mean()
-    assert 0.05 < accepted < 1.0  # the scales differ: some shifts land off the new mode's bulk
+    assert 0.05 < accepted < 1.0  # a move to a less probable component (or switch value) is rejected at times
 
 
 def test_auto_switches_the_mode_shift_on_where_blockwise_sweeps_stick(target):
     trace = gradmc.sample(target, {"g": "gibbs", "z": "gibbs"}, **RUN)
     assert trace.sampler == "g=gibbs, x=nuts, z=gibbs"
-    assert trace.options["joint"] == {"sampler": "mode-shift", "when": "frozen"}
+    assert trace.options["joint"] == {"sampler": "mode-shift", "when": "judged"}
     assert np.all(trace.params["joint"])
     warm = np.asarray(trace.warmup_stats["joint.acceptance_rate"])
-    # off until the judged sweeps (W/2 .. 3W/4 - 1) have ended, then on
-    switched = 3 * RUN["num_warmup"] // 4
-    assert np.all(warm[:, :switched] == 0) and warm[:, switched:].mean() > 0.05
+    # off before the judged sweeps (W/2 .. 3W/4 - 1), tried in them, kept after
+    judge_from = RUN["num_warmup"] // 2
+    assert np.all(warm[:, :judge_from] == 0) and warm[:, judge_from:].mean() > 0.05
     check_exact(trace)
+
+
+@pytest.mark.parametrize(
+    ("changed", "accepted", "kept"),
+    [
+        (0.0, 0.3, True),  # blocks that do not move alone
+        (1.0, 0.2, True),  # a joint move for every five entries the blocks change
+        (10.0, 0.5, False),  # one for every twenty: not worth its cost
+        (0.0, 0.0, False),  # nothing moves either way
+    ],
+)
+def test_the_joint_move_is_kept_where_it_moves_the_discrete_block_often_enough(changed, accepted, kept):
+    from gradmc.composed import judge_joint
+
+    judged = gradmc.base.Shared((jnp.float32(0), jnp.float32(0), jnp.bool_(False)))
+    for t in range(12):  # judged sweeps 4 .. 7; the others count nothing
+        judged = judge_joint(judged, jnp.float32(changed), jnp.float32(accepted), t, 4, 8)
+        assert bool(judged.value[2]) == (kept and t >= 7)
+    np.testing.assert_allclose(judged.value[:2], (4 * changed, 4 * accepted))
 
 
 @pytest.mark.slow  # the same move in every sweep, asked for by name
@@ -111,14 +130,16 @@ def test_without_it_the_same_sweeps_stay_in_their_start_component(target):
     assert any("block z (gibbs)" in line and "{'joint': 'mode-shift'}" in line for line in trace.warnings)
 
 
-def test_the_conditional_mode_of_a_gaussian_is_its_mean():
+def test_the_conditional_mode_and_scale_of_a_gaussian_are_its_mean_and_standard_deviation():
     position = jnp.array([9.0, 9.0, 0.0, 0.0, 1.0, 0.0])  # x, g, one-hot z
     continuous = np.arange(2)
 
     def flat(y):
         return log_density({"x": y[:2], "g": y[2:3], "z": y[3:].reshape(1, 3)})
 
-    np.testing.assert_allclose(mode_shift.conditional_mode(flat, position, continuous), M[1], atol=1e-4)
+    mode, factor = mode_shift.conditional_mode(flat, position, continuous)
+    np.testing.assert_allclose(mode, M[1], atol=1e-4)
+    np.testing.assert_allclose(factor, np.eye(2) / SCALE[1], atol=1e-4)  # R R^T = -H = I / s_z^2
 
 
 def test_a_joint_move_that_does_not_exist_or_has_no_continuous_block_is_refused(target):
@@ -146,6 +167,6 @@ def test_auto_has_the_mode_shift_ready_only_for_a_small_continuous_block():
             name=f"x{d}",
         )
 
-    assert composed_sampler(build(AUTO_JOINT_MAX_CONTINUOUS), "auto").options["joint"]["when"] == "frozen"
+    assert composed_sampler(build(AUTO_JOINT_MAX_CONTINUOUS), "auto").options["joint"]["when"] == "judged"
     assert "joint" not in composed_sampler(build(AUTO_JOINT_MAX_CONTINUOUS + 1), "auto").options
     assert "joint" not in composed_sampler(build(2), {"joint": "none"}).options

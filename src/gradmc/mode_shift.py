@@ -4,20 +4,26 @@ Blockwise (Gibbs) updates stick where the blocks are strongly coupled. In a mixt
 well-separated components the continuous parameters, given an assignment, sit at that
 component, and the assignment, given them, stays: neither conditional move leaves the mode.
 The mode shift moves both at once. With ``c(d)`` the mode of the continuous block's
-conditional given the discrete values ``d`` (approximated by :data:`NEWTON_STEPS` Newton
-steps from a fixed point, so a deterministic function of ``d`` alone), a move
+conditional given the discrete values ``d`` and ``R(d)`` the lower Cholesky factor of the
+negative Hessian there (both from :data:`NEWTON_STEPS` Newton steps from a fixed point, so
+deterministic functions of ``d`` alone), a move
 
 1. proposes ``d'`` from ``d`` by giving one discrete site, chosen uniformly (within a
    discrete block chosen uniformly), a uniformly chosen other value: a symmetric proposal;
-2. sets the continuous entries to ``x' = x + c(d') − c(d)``;
-3. accepts with probability min(1, p(x', d') / p(x, d)).
+2. carries the continuous entries' standardised value over:
+   ``x' = c(d') + R(d')^{-T} R(d)^T (x − c(d))``;
+3. accepts with probability min(1, p(x', d') / p(x, d) · det R(d) / det R(d')).
 
-The map (x, d) → (x', d') has unit Jacobian, and the reverse proposal (d' → d, chosen with
-the same probability) maps (x', d') back to (x, d), so the Metropolis–Hastings ratio is the
-plain density ratio and p is left invariant whatever ``c`` is: a poor ``c`` only lowers the
-acceptance, and a ``c`` that is not finite (a Newton step on a conditional that is not
-concave) is a rejection. It is the translation move of a reversible-jump sampler between
-models of equal dimension, with the translation taken from the conditional modes.
+The reverse proposal (d' → d, chosen with the same probability) maps (x', d') back to
+(x, d), and the map's Jacobian is det R(d) / det R(d'), so the Metropolis–Hastings ratio is
+the one above and p is left invariant whatever ``c`` and ``R`` are: poor ones only lower the
+acceptance, and ones that are not finite (a conditional that is not concave) are a rejection.
+Where the conditionals are Gaussian the map carries each conditional onto the other, and the
+move is accepted with probability min(1, p(d') / p(d)): a switch whose coefficient is spread
+by its prior when out and pinned by the data when in (variable selection) moves as readily as
+a mixture's assignment between components of equal spread. It is the move of a
+reversible-jump sampler between models of equal dimension, with the map taken from the
+conditionals' modes and curvatures.
 
 A move costs two log-density evaluations and ``2 NEWTON_STEPS`` gradients and Hessians of
 the continuous conditional (``d_x`` Hessian-vector products each), counted in
@@ -44,9 +50,11 @@ NAME = "mode-shift"
 NEWTON_STEPS = 5
 
 
-def conditional_mode(logdensity_fn: Callable, position: jax.Array, continuous: np.ndarray) -> jax.Array:
-    """``c(d)``: :data:`NEWTON_STEPS` Newton steps on the continuous entries of ``position``
-    (indices ``continuous``) from zero, the discrete entries held at their values.
+def conditional_mode(logdensity_fn: Callable, position: jax.Array, continuous: np.ndarray):
+    """``c(d)`` and ``R(d)``: :data:`NEWTON_STEPS` Newton steps on the continuous entries of
+    ``position`` (indices ``continuous``) from zero, the discrete entries held at their values,
+    and the lower Cholesky factor of the negative Hessian at the last step's start (NaN where
+    the conditional is not concave there).
 
     Parameters
     ----------
@@ -61,10 +69,14 @@ def conditional_mode(logdensity_fn: Callable, position: jax.Array, continuous: n
     def conditional(x):
         return logdensity_fn(position.at[continuous].set(x))
 
-    def newton(_, x):
-        return x - jnp.linalg.solve(jax.hessian(conditional)(x), jax.grad(conditional)(x))
+    def newton(_, carry):
+        x, _ = carry
+        hessian = jax.hessian(conditional)(x)
+        return x - jnp.linalg.solve(hessian, jax.grad(conditional)(x)), hessian
 
-    return jax.lax.fori_loop(0, NEWTON_STEPS, newton, jnp.zeros(continuous.shape, position.dtype))
+    zero = jnp.zeros(continuous.shape, position.dtype)
+    mode, hessian = jax.lax.fori_loop(0, NEWTON_STEPS, newton, (zero, jnp.zeros(2 * continuous.shape, position.dtype)))
+    return mode, jnp.linalg.cholesky(-hessian)
 
 
 def mode_shift_move(
@@ -109,9 +121,13 @@ def mode_shift_move(
 
     branches = [proposal_in(index, space) for index, space in discrete]
     moved = jax.lax.switch((words[0] % len(branches)).astype(jnp.int32), branches, None)
-    shift = conditional_mode(logdensity_fn, moved, continuous) - conditional_mode(logdensity_fn, position, continuous)
-    proposed = moved.at[continuous].add(shift)
-    log_ratio = logdensity_fn(proposed) - logdensity_fn(position)
+    mode, factor = conditional_mode(logdensity_fn, position, continuous)
+    new_mode, new_factor = conditional_mode(logdensity_fn, moved, continuous)
+    standardised = factor.T @ (position[continuous] - mode)  # N(0, I) where the conditional is Gaussian
+    shifted = new_mode + jax.scipy.linalg.solve_triangular(new_factor.T, standardised, lower=False)
+    log_jacobian = jnp.sum(jnp.log(jnp.diag(factor))) - jnp.sum(jnp.log(jnp.diag(new_factor)))
+    proposed = moved.at[continuous].set(shifted)
+    log_ratio = logdensity_fn(proposed) - logdensity_fn(position) + log_jacobian
     uniform = (words[3] >> 8).astype(jnp.float32) * 2.0**-24
     accepted = jnp.log(uniform) < jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
     return jnp.where(accepted, proposed, position), accepted
