@@ -243,7 +243,7 @@ def test_mixed_models_page_examples_run_clean():
     assert namespace["count_trace"].sampler == "rate=nuts, size=ordinal-ncg"
     assert abs(namespace["count_trace"].posterior()["size"].mean() - 21.08) < 1.0
     assert namespace["mixture_trace"].sampler == "x=nuts, z=ncg"
-    assert np.all(namespace["mixture_trace"].params["joint"])  # "auto" found the blocks frozen
+    assert np.all(namespace["mixture_trace"].params["joint"])  # "auto" kept the mode shift
     assignments = namespace["mixture_trace"].posterior()["z"].ravel()
     assert np.allclose(np.bincount(assignments, minlength=3) / assignments.size, namespace["weights"], atol=0.05)
     assert namespace["hmm_trace"].sampler == "mu=nuts, z=ffbs"

@@ -9,7 +9,7 @@ not exact and some moves are rejected):
 
 Its discrete marginal is p(g, z) = pi_z Bernoulli(g; 0.3) exactly, and E[x], Var[x] follow.
 Blockwise Gibbs sweeps started in one component stay there; with the mode shift the run
-must match these marginals, and "auto" must find the blocks frozen and switch it on.
+must match these marginals, and "auto" must find the mode shift worth keeping.
 """
 
 import jax.numpy as jnp

@@ -61,7 +61,7 @@ def _sampler_choice(gradmc, text: str, pairs: list[str] | None):
     one sampler per part of a mixed model, ``beta=nuts,gamma=pavg`` (``mu+sigma=mala`` moves
     two parts together; ``--option gamma.step_size=0.1``, and ``gamma.steps=20`` for the kernel
     steps per sweep; ``joint=mode-shift`` makes the joint move of every block, :mod:`gradmc.mode_shift`,
-    in every sweep, ``joint=none`` never, ``joint=auto`` when warm-up finds the blocks frozen).
+    in every sweep, ``joint=none`` never, ``joint=auto`` where warm-up finds it worth its cost).
     """
     from gradmc.base import JOINT
 
@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=(
             "a sampler (gradmc list), auto, or for a mixed model one per part: beta=nuts,gamma=pavg "
             "(parts not named: auto; joint=mode-shift moves every block together before each sweep, joint=none "
-            "never, joint=auto, the default, once warm-up finds the blocks frozen)"
+            "never, joint=auto, the default, where warm-up finds it worth its cost)"
         ),
     )
     p.add_argument(

@@ -75,7 +75,7 @@ CHAIN_CHOICE = "ffbs"  # "auto" on categorical sites coupled in a chain (chain_p
 WHOLE_BLOCK_DRAWS = frozenset({PLATE_CHOICE, CHAIN_CHOICE})
 
 #: The values of the choice's ``"joint"`` key: the mode shift in every sweep, in the sweeps after
-#: warm-up found the blocks frozen (``"auto"``, the default), or never.
+#: warm-up found it worth its cost (``"auto"``, the default), or never.
 NO_JOINT = "none"
 JOINT_CHOICES = (mode_shift.NAME, AUTO, NO_JOINT)
 #: ``"auto"``'s mode shift: tried in every judged sweep W/2 .. 3W/4 − 1 and kept for the last
@@ -467,7 +467,7 @@ def _repeated(move, bound: BoundSampler, steps: int, key, state, i: int):
 def _build(target: Target, num_warmup: int, layout: list[Block], joint: str | None = None) -> BoundSampler:
     """The :class:`BoundSampler` of a Gibbs sweep over ``layout``'s blocks (module doc),
     preceded by a joint move of every block (:mod:`gradmc.mode_shift`): in every sweep when
-    ``joint`` is its name, from when warm-up finds the blocks frozen when it is
+    ``joint`` is its name, after the warm-up sweeps that judged it worth its cost when it is
     :data:`JUDGED`, never when it is None.
     """
     site_terms = _site_terms(target)
@@ -618,7 +618,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
         if joint not in JOINT_CHOICES:
             raise ValueError(
                 f"the joint move {joint!r} does not exist; the choices are: {mode_shift.NAME} (every sweep), "
-                f"{AUTO} (when warm-up finds the blocks frozen; the default), {NO_JOINT}"
+                f"{AUTO} (where warm-up finds it worth its cost; the default), {NO_JOINT}"
             )
     layout = blocks(
         target.space,
