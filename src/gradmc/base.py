@@ -61,6 +61,10 @@ FALLBACK = "fallback"
 #: every block before each sweep (:mod:`gradmc.mode_shift`).
 JOINT = "joint"
 
+#: The key of a composed sampler's choice, and of its continuous block's options, that says the
+#: block moves in coordinates fitted to its conditional (:mod:`gradmc.whitening`).
+WHITEN = "whiten"
+
 
 class RunWarning(UserWarning):
     """A problem found in a run or in setting one up (unconverged chains, few effective

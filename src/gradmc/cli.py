@@ -61,9 +61,10 @@ def _sampler_choice(gradmc, text: str, pairs: list[str] | None):
     one sampler per part of a mixed model, ``beta=nuts,gamma=pavg`` (``mu+sigma=mala`` moves
     two parts together; ``--option gamma.step_size=0.1``, and ``gamma.steps=20`` for the kernel
     steps per sweep; ``joint=mode-shift`` makes the joint move of every block, :mod:`gradmc.mode_shift`,
-    in every sweep, ``joint=none`` never, ``joint=auto`` where warm-up finds it worth its cost).
+    in every sweep, ``joint=none`` never, ``joint=auto`` where warm-up finds it worth its cost;
+    ``whiten=on``, ``off`` or ``auto`` sets :mod:`gradmc.whitening` of the continuous block).
     """
-    from gradmc.base import JOINT
+    from gradmc.base import JOINT, WHITEN
 
     if "=" not in text:
         if text.strip() == "auto":
@@ -82,10 +83,10 @@ def _sampler_choice(gradmc, text: str, pairs: list[str] | None):
     for label, name in blocks.items():
         parts = tuple(part.strip() for part in label.split("+"))
         own = options[label]
-        if label == JOINT:  # a joint move of every block, not a sampler of a part
+        if label in (JOINT, WHITEN):  # a setting of the whole sweep, not a sampler of a part
             if own:
-                raise ValueError(f"--option {JOINT}.*: the joint move takes no options")
-            choice[JOINT] = name
+                raise ValueError(f"--option {label}.*: the {label!r} setting takes no options")
+            choice[label] = name
             continue
         steps = own.pop("steps", None)
         if name == "auto" and own:
@@ -168,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=(
             "a sampler (gradmc list), auto, or for a mixed model one per part: beta=nuts,gamma=pavg "
             "(parts not named: auto; joint=mode-shift moves every block together before each sweep, joint=none "
-            "never, joint=auto, the default, where warm-up finds it worth its cost)"
+            "never, joint=auto, the default, where warm-up finds it worth its cost; whiten=on|off|auto moves the "
+            "continuous block in coordinates fitted to its conditional)"
         ),
     )
     p.add_argument(

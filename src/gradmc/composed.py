@@ -35,8 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc import mode_shift
-from gradmc.base import JOINT, BoundSampler, Sampler, Shared, Target, step_stats
+from gradmc import mode_shift, whitening
+from gradmc.base import JOINT, WHITEN, BoundSampler, Sampler, Shared, Target, step_stats
 from gradmc.chains import pool_chains
 from gradmc.discrete import ffbs
 from gradmc.discrete.plate_gibbs import SITE_TERMS
@@ -93,9 +93,20 @@ JUDGED = "judged"
 #: change point 0.058, the three-component mixture 0.009 and the HMM 0.002 (each 0.4-0.65x
 #: with it in every sweep).
 JOINT_SHARE = 0.1
-#: ``"auto"`` has the mode shift ready only where the continuous block has at most this many
-#: entries: each of its Newton steps takes a Hessian-vector product per entry.
+#: ``"auto"`` has the mode shift ready, and whitens, only where the continuous block has at most
+#: this many entries: each of its Newton steps takes a Hessian-vector product per entry.
 AUTO_JOINT_MAX_CONTINUOUS = 64
+#: The values of the choice's ``"whiten"`` key (:mod:`gradmc.whitening`): where one discrete
+#: site changes the continuous block's conditional spread by more than :data:`WHITEN_SPREAD`
+#: (``"auto"``, the default), always, or never.
+WHITEN_CHOICES = (AUTO, "on", "off")
+#: ``"auto"`` whitens the continuous block where moving one discrete site changes a
+#: coordinate's conditional standard deviation by more than this factor
+#: (:func:`gradmc.whitening.spread_change`). Measured at the start of each model of
+#: benchmarks/mixed.py: the logistic selection 42 (30 as a NumPyro model; whitened, its min ESS
+#: per second of sampling was 3.0x), the spike and slab 1.4, the change point, the mixtures and
+#: the HMM 1.0-1.1 (each 0.55-0.75x whitened).
+WHITEN_SPREAD = 4.0
 
 
 class JointWarmup(NamedTuple):
@@ -464,7 +475,9 @@ def _repeated(move, bound: BoundSampler, steps: int, key, state, i: int):
     return state, stats._replace(acceptance_rate=stats.acceptance_rate / steps)
 
 
-def _build(target: Target, num_warmup: int, layout: list[Block], joint: str | None = None) -> BoundSampler:
+def _build(
+    target: Target, num_warmup: int, layout: list[Block], joint: str | None = None, whiten: bool = False
+) -> BoundSampler:
     """The :class:`BoundSampler` of a Gibbs sweep over ``layout``'s blocks (module doc),
     preceded by a joint move of every block (:mod:`gradmc.mode_shift`): in every sweep when
     ``joint`` is its name, after the warm-up sweeps that judged it worth its cost when it is
@@ -484,8 +497,16 @@ def _build(target: Target, num_warmup: int, layout: list[Block], joint: str | No
             terms = site_terms[block.parts[0]]
             metadata[SITE_TERMS] = lambda x: terms(position.at[block.index].set(jnp.ravel(x)))
         view = Target(f"{target.name} | {block.label}", conditional, block.space, metadata=metadata)
-        with jax.ensure_compile_time_eval():  # the builder's checks and constants, not the density, run now
-            return block.sampler.bind(view, num_warmup * block.steps)
+
+        def bind(view):
+            with jax.ensure_compile_time_eval():  # the builder's checks and constants, not the density, run now
+                return block.sampler.bind(view, num_warmup * block.steps)
+
+        if whiten and not block.space.is_discrete:
+            return whitening.whitened(
+                bind, view, lambda: whitening.conditional_frame(target.logdensity_fn, position, block.index)
+            )
+        return bind(view)
 
     zero = jnp.zeros(target.space.event_shape, jnp.result_type(float))
     readers, freezable = [], True
@@ -523,6 +544,8 @@ def _build(target: Target, num_warmup: int, layout: list[Block], joint: str | No
             new_states.append(state)
             stats.append(block_stats)
         refreshes = len(layout) if len(layout) > 1 else 0
+        if whiten:
+            extra_evals = extra_evals + whitening.grad_evals(continuous.size)
         combined = _combined_stats(stats, [b.label for b in layout], refreshes + extra_evals)
         changed = jnp.sum(after_joint[discrete_index] != x[discrete_index])  # by the blocks' own moves
         return tuple(new_states), combined._replace(extra={**combined.extra, **extra}), changed
@@ -610,16 +633,31 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     choice : str, Sampler or dict
         What moves which parts (:func:`blocks`).
     """
-    joint = AUTO
-    if isinstance(choice, Mapping) and JOINT in choice and JOINT not in target.space.parts:
-        choice = dict(choice)
-        joint = choice.pop(JOINT)
-        joint = NO_JOINT if joint is None else joint
-        if joint not in JOINT_CHOICES:
-            raise ValueError(
-                f"the joint move {joint!r} does not exist; the choices are: {mode_shift.NAME} (every sweep), "
-                f"{AUTO} (where warm-up finds it worth its cost; the default), {NO_JOINT}"
-            )
+    settings = {}
+    for key, aliases, choices, what in (
+        (
+            JOINT,
+            {None: NO_JOINT},
+            JOINT_CHOICES,
+            f"the joint move {{!r}} does not exist; the choices are: {mode_shift.NAME} (every sweep), "
+            f"{AUTO} (where warm-up finds it worth its cost; the default), {NO_JOINT}",
+        ),
+        (
+            WHITEN,
+            {True: "on", False: "off"},
+            WHITEN_CHOICES,
+            f"the whitening {{!r}} does not exist; the choices are: {AUTO} (where one discrete site changes the "
+            "continuous block's conditional spread; the default), on, off",
+        ),
+    ):
+        settings[key] = AUTO
+        if isinstance(choice, Mapping) and key in choice and key not in target.space.parts:
+            choice = dict(choice)
+            value = choice.pop(key)
+            settings[key] = aliases.get(value, value) if isinstance(value, bool | None) else value
+            if settings[key] not in choices:
+                raise ValueError(what.format(value))
+    joint, whiten = settings[JOINT], settings[WHITEN]
     layout = blocks(
         target.space,
         choice,
@@ -634,12 +672,28 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
             f"the joint move {joint!r} moves discrete and continuous blocks together; {target.name!r} "
             "has blocks of one kind only"
         )
-    num_continuous = sum(block.index.size for block in layout if not block.space.is_discrete)
+    real = [block for block in layout if not block.space.is_discrete]
+    num_continuous = sum(block.index.size for block in real)
+    small = both_kinds and num_continuous <= AUTO_JOINT_MAX_CONTINUOUS
     if joint == AUTO:
-        joint = JUDGED if both_kinds and num_continuous <= AUTO_JOINT_MAX_CONTINUOUS else NO_JOINT
-    name = ", ".join(f"{block.label}={block.sampler.name}" for block in layout)
+        joint = JUDGED if small else NO_JOINT
+    if whiten == "on" and not (both_kinds and len(real) == 1):
+        raise ValueError(
+            f"whitening moves the one continuous block of a mixed model in coordinates fitted to its conditional "
+            f"given the discrete blocks; {target.name!r} has {len(real)} continuous blocks"
+            + ("" if both_kinds else " and blocks of one kind only")
+        )
+    if whiten == AUTO:
+        spread = whitening.spread_change(target, real[0].index) if small and len(real) == 1 else 1.0
+        whiten = "on" if spread > WHITEN_SPREAD else "off"
+    whiten = whiten == "on"
+    name = ", ".join(
+        f"{block.label}={block.sampler.name}" + (" (whitened)" if whiten and block in real else "") for block in layout
+    )
     options = {
-        block.label: {"sampler": block.sampler.name, "steps": block.steps, **block.sampler.options} for block in layout
+        block.label: {"sampler": block.sampler.name, "steps": block.steps, **block.sampler.options}
+        | ({WHITEN: True} if whiten and block in real else {})
+        for block in layout
     }
     if joint == mode_shift.NAME:
         name += f", {JOINT}={joint}"
@@ -649,6 +703,6 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     joint = None if joint == NO_JOINT else joint
 
     def build(target: Target, num_warmup: int, **_):
-        return _build(target, num_warmup, layout, joint)
+        return _build(target, num_warmup, layout, joint, whiten)
 
     return Sampler(name, options, build)
