@@ -487,8 +487,11 @@ def _build(
     continuous = np.concatenate([block.index for block in layout if not block.space.is_discrete] or [[]]).astype(int)
     discrete = [(block.index, block.space) for block in layout if block.space.is_discrete]
     discrete_index = np.concatenate([index for index, _ in discrete] or [[]]).astype(int)
+    # the joint move's frame of the continuous block holds until a discrete block has moved
+    first_discrete = next((i for i, block in enumerate(layout) if block.space.is_discrete), len(layout))
+    share_frame = whiten and joint is not None and any(not b.space.is_discrete for b in layout[:first_discrete])
 
-    def bound(block: Block, position) -> BoundSampler:
+    def bound(block: Block, position, frame=None) -> BoundSampler:
         def conditional(x):
             return target.logdensity_fn(position.at[block.index].set(jnp.ravel(x)))
 
@@ -503,6 +506,8 @@ def _build(
                 return block.sampler.bind(view, num_warmup * block.steps)
 
         if whiten and not block.space.is_discrete:
+            if frame is not None:  # the joint move's, at these discrete values
+                return whitening.whitened(bind, view, lambda: whitening.usable(*frame))
             return whitening.whitened(
                 bind, view, lambda: whitening.conditional_frame(target.logdensity_fn, position, block.index)
             )
@@ -528,14 +533,14 @@ def _build(
 
     def sweep(key, states, move, joint_on=False):
         x = position(states)
-        extra_evals, extra = 0, {}
+        extra_evals, extra, frame = 0, {}, None
         if joint_on is not False:  # True: every sweep; a traced flag: from when warm-up switched it on
-            x, accepted = joint_move(jax.random.fold_in(key, 2 * len(layout)), x, joint_on)
+            x, accepted, frame = joint_move(jax.random.fold_in(key, 2 * len(layout)), x, joint_on)
             extra_evals = jnp.where(joint_on, mode_shift.grad_evals(continuous.size), 0)
             extra = {f"{JOINT}.acceptance_rate": accepted * 1.0}
         new_states, stats, after_joint = [], [], x
         for i, (block, state) in enumerate(zip(layout, states, strict=True)):
-            b = bound(block, x)
+            b = bound(block, x, frame if i < first_discrete else None)
             if len(layout) > 1:
                 here = x[block.index].reshape(block.space.event_shape)
                 state = b.refresh(jax.random.fold_in(key, 2 * i), state, here)
@@ -544,19 +549,32 @@ def _build(
             new_states.append(state)
             stats.append(block_stats)
         refreshes = len(layout) if len(layout) > 1 else 0
-        if whiten:
-            extra_evals = extra_evals + whitening.grad_evals(continuous.size)
+        if whiten:  # the block's frame: the joint move's where it moved, else computed for the block alone
+            extra_evals = extra_evals + jnp.where(joint_on & share_frame, 0, whitening.grad_evals(continuous.size))
         combined = _combined_stats(stats, [b.label for b in layout], refreshes + extra_evals)
         changed = jnp.sum(after_joint[discrete_index] != x[discrete_index])  # by the blocks' own moves
         return tuple(new_states), combined._replace(extra={**combined.extra, **extra}), changed
 
     def joint_move(key, x, on):
+        """The mode shift where ``on``, and the continuous block's frame at the discrete values
+        it leaves (:mod:`gradmc.whitening`; computed where the move is off, too), or None
+        where no whitened block moves before the discrete blocks.
+        """
+
         def shift(x):
-            return mode_shift.mode_shift_move(key, x, target.logdensity_fn, continuous, discrete)
+            moved, accepted, frame = mode_shift.mode_shift_move(key, x, target.logdensity_fn, continuous, discrete)
+            return moved, accepted, frame if share_frame else None
+
+        def stay(x):
+            return (
+                x,
+                jnp.bool_(False),
+                mode_shift.conditional_mode(target.logdensity_fn, x, continuous) if share_frame else None,
+            )
 
         if on is True:
             return shift(x)
-        return jax.lax.cond(on, shift, lambda x: (x, jnp.bool_(False)), x)
+        return jax.lax.cond(on, shift, stay, x)
 
     def init(key, start):
         states = tuple(

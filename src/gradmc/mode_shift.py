@@ -88,7 +88,9 @@ def mode_shift_move(
 ):
     """One mode-shift move (module doc) of a flat position.
 
-    Returns ``(position, accepted)``; the move costs :func:`grad_evals` evaluations.
+    Returns ``(position, accepted, (c, R))``, the last the conditional's mode and factor at the
+    returned position's discrete values (what :mod:`gradmc.whitening` moves the continuous
+    block in); the move costs :func:`grad_evals` evaluations.
 
     Parameters
     ----------
@@ -130,7 +132,8 @@ def mode_shift_move(
     log_ratio = logdensity_fn(proposed) - logdensity_fn(position) + log_jacobian
     uniform = (words[3] >> 8).astype(jnp.float32) * 2.0**-24
     accepted = jnp.log(uniform) < jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
-    return jnp.where(accepted, proposed, position), accepted
+    frame = jax.tree.map(lambda new, old: jnp.where(accepted, new, old), (new_mode, new_factor), (mode, factor))
+    return jnp.where(accepted, proposed, position), accepted, frame
 
 
 def grad_evals(num_continuous: int) -> int:

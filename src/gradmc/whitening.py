@@ -34,7 +34,7 @@ from gradmc import mode_shift
 from gradmc.base import BoundSampler, Target
 from gradmc.discrete.fallback import shifted_site
 
-__all__ = ["WhitenedState", "conditional_frame", "whitened", "spread_change", "grad_evals"]
+__all__ = ["WhitenedState", "conditional_frame", "usable", "whitened", "spread_change", "grad_evals"]
 
 
 class WhitenedState(NamedTuple):
@@ -65,7 +65,18 @@ def conditional_frame(logdensity_fn: Callable, position: jax.Array, index: np.nd
     index : ndarray
         Where the block's entries sit.
     """
-    mode, factor = mode_shift.conditional_mode(logdensity_fn, position, index)
+    return usable(*mode_shift.conditional_mode(logdensity_fn, position, index))
+
+
+def usable(mode: jax.Array, factor: jax.Array):
+    """``(mode, factor)``, or ``(0, I)`` where either is not finite (a conditional that is not
+    concave at the Newton steps' last point).
+
+    Parameters
+    ----------
+    mode, factor : jax.Array
+        A conditional's mode and the Cholesky factor of its negative Hessian.
+    """
     ok = jnp.all(jnp.isfinite(factor)) & jnp.all(jnp.isfinite(mode))
     identity = jnp.eye(mode.size, dtype=mode.dtype)
     return jnp.where(ok, mode, 0.0), jnp.where(ok, factor, identity)
