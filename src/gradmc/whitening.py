@@ -17,7 +17,8 @@ the block moves in ``x`` itself for that ``d`` (``c = 0``, ``R = I``), again a f
 alone.
 
 A sweep costs :data:`~gradmc.mode_shift.NEWTON_STEPS` more gradients and Hessians of the block
-(:func:`grad_evals`), counted in ``num_grad_evals``.
+(:func:`grad_evals`), counted in ``num_grad_evals``; none in a sweep that starts with a mode
+shift, which returns the frame at the discrete values it leaves.
 """
 
 from __future__ import annotations
