@@ -105,7 +105,7 @@ WHITEN_CHOICES = (AUTO, "on", "off")
 #: (:func:`gradmc.whitening.spread_change`). Measured at the start of each model of
 #: benchmarks/mixed.py: the logistic selection 42 (30 as a NumPyro model; whitened, its min ESS
 #: per second of sampling was 3.7x), the spike and slab 1.4, the change point, the mixtures and
-#: the HMM 1.0-1.1 (each 0.55-0.75x whitened).
+#: the HMM 1.0-1.1 (whitened, all but the HMM, which was not tried, ran at 0.55-0.75x).
 WHITEN_SPREAD = 4.0
 
 
