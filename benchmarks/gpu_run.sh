@@ -4,6 +4,8 @@
 # packages it imports, when that Python lacks them, are installed from wheels in .whl/
 # (made elsewhere with `pip download --no-deps`: blackjax, arviz, h5netcdf, xarray-einstats,
 # platformdirs).
+# Last, where a step's time goes on the device (hams_step_profile.py: the kernels of NCG's and
+# the PDHAMS steps, from JAX's profiler).
 #
 #   bash benchmarks/gpu_run.sh            # the full set, logs under $OUT (default ./out/gpu)
 #   QUICK=1 bash benchmarks/gpu_run.sh    # small sizes: checks the script end to end on a CPU
@@ -35,9 +37,11 @@ if [ "${QUICK:-0}" = 1 ]; then
   run 300 step_cost python3 benchmarks/hams_step_cost.py --quick --parts c
   run 300 discs_ising100 python3 benchmarks/discs.py --models ising100 --samplers ncg,v-pdhams,o-pdhams --steps 1000 --chains 4
   run 300 speedup_1000 python3 benchmarks/gpu_speedup.py --chains 8 --steps 20
+  run 300 profile python3 benchmarks/hams_step_profile.py --steps 5 --out /tmp/gradmc-profile
 else
   run 90 step_cost python3 benchmarks/hams_step_cost.py --parts c
   run 180 discs_ising100 python3 benchmarks/discs.py --models ising100 --samplers ncg,v-pdhams,o-pdhams
   run 80 speedup_1000 python3 benchmarks/gpu_speedup.py --chains 1000 --steps 500 --cpu-steps 100
   run 80 speedup_10000 python3 benchmarks/gpu_speedup.py --chains 10000 --steps 500 --cpu-steps 20
+  run 70 profile python3 benchmarks/hams_step_profile.py --steps 50 --out /tmp/gradmc-profile
 fi
