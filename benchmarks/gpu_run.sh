@@ -9,6 +9,7 @@
 #
 #   bash benchmarks/gpu_run.sh            # the full set, logs under $OUT (default ./out/gpu)
 #   QUICK=1 bash benchmarks/gpu_run.sh    # small sizes: checks the script end to end on a CPU
+#   MIXED=1 bash benchmarks/gpu_run.sh    # benchmarks/mixed.py on four models, 128 chains
 #
 # Each benchmark runs under its own time limit, so one that overruns leaves the others'
 # figures; each log is written as it goes.
@@ -33,7 +34,12 @@ run() {  # run LIMIT NAME COMMAND...: the command's output to the screen and $OU
 python3 -c "import jax, gradmc; print('jax', jax.__version__, jax.devices()); print('gradmc', gradmc.__file__)" || exit 1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | tee "$OUT/gpu.txt"
 
-if [ "${QUICK:-0}" = 1 ]; then
+if [ "${MIXED:-0}" = 1 ]; then  # the mixed discrete-continuous models against NumPyro, many chains
+  for model in coal ssvs logistic hmm; do
+    run 110 "mixed_$model" python3 benchmarks/mixed.py --models "$model" --chains "${MIXED_CHAINS:-128}" \
+      --warmup 500 --draws 1000 --reference-draws 2000
+  done
+elif [ "${QUICK:-0}" = 1 ]; then
   run 300 step_cost python3 benchmarks/hams_step_cost.py --quick --parts c
   run 300 discs_ising100 python3 benchmarks/discs.py --models ising100 --samplers ncg,v-pdhams,o-pdhams --steps 1000 --chains 4
   run 300 speedup_1000 python3 benchmarks/gpu_speedup.py --chains 8 --steps 20
