@@ -676,14 +676,18 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
             if settings[key] not in choices:
                 raise ValueError(what.format(value))
     joint, whiten = settings[JOINT], settings[WHITEN]
-    layout = blocks(
-        target.space,
-        choice,
-        functools.cache(lambda: flat_parts(target)),
-        frozenset(_site_terms(target)),
-        functools.cache(lambda: chain_parts(target)),
-        functools.cache(lambda: curved_parts(target)),
-    )
+    # The structural probes compare products of the log density with tolerances near float32's
+    # rounding: on a GPU, float32 matrix products default to TF32's 10-bit mantissa, which would
+    # read as couplings that are not there.
+    with jax.default_matmul_precision("highest"):
+        layout = blocks(
+            target.space,
+            choice,
+            functools.cache(lambda: flat_parts(target)),
+            frozenset(_site_terms(target)),
+            functools.cache(lambda: chain_parts(target)),
+            functools.cache(lambda: curved_parts(target)),
+        )
     both_kinds = len({block.space.is_discrete for block in layout}) == 2
     if joint == mode_shift.NAME and not both_kinds:
         raise ValueError(
@@ -702,7 +706,8 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
             + ("" if both_kinds else " and blocks of one kind only")
         )
     if whiten == AUTO:
-        spread = whitening.spread_change(target, real[0].index) if small and len(real) == 1 else 1.0
+        with jax.default_matmul_precision("highest"):
+            spread = whitening.spread_change(target, real[0].index) if small and len(real) == 1 else 1.0
         whiten = "on" if spread > WHITEN_SPREAD else "off"
     whiten = whiten == "on"
     name = ", ".join(

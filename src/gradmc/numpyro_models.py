@@ -264,13 +264,15 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
 
     title = getattr(model, "__name__", "numpyro-model")
     start = initial_position(jax.random.key(0))
+    with jax.default_matmul_precision("highest"):  # the independence check's tolerance is below a GPU's TF32 rounding
+        site_terms = _site_terms(model_trace, space, discrete, sites, start)
     return Target(
         name=title,
         logdensity_fn=logdensity_fn,
         space=space,
         description=f"NumPyro model {title}: continuous sites unconstrained, discrete sites sampled ({space})",
         initial_position=initial_position,
-        metadata={SITE_TERMS: _site_terms(model_trace, space, discrete, sites, start)},
+        metadata={SITE_TERMS: site_terms},
         variables=Variables(named, space.event_shape, recover=_recover_enumerated(model, args, kwargs, sites)),
     )
 
