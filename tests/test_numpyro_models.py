@@ -313,6 +313,25 @@ def test_discrete_sites_that_cannot_be_sampled_are_named():
         gradmc.from_numpyro(moving_support)
 
 
+def test_a_model_that_needs_concrete_values_of_its_sites_says_what_to_change():
+    columns = np.arange(12.0).reshape(4, 3)  # a NumPy array, indexed by a sampled site
+
+    def numpy_indexing():
+        k = numpyro.sample("k", dist.Categorical(probs=jnp.ones(3) / 3))
+        numpyro.sample("y", dist.Normal(columns[:, k], 1.0), obs=np.zeros(4))
+
+    def python_branch():
+        scale = numpyro.sample("scale", dist.HalfNormal(1.0))
+        numpyro.sample("y", dist.Normal(0.0, 1.0 if scale > 1 else 2.0), obs=0.5)
+
+    for model, error in ((numpy_indexing, "TracerArrayConversionError"), (python_branch, "TracerBoolConversionError")):
+        with pytest.raises(
+            ValueError,
+            match=f"'{model.__name__}' cannot run with its latent sites as traced JAX values \\({error}\\).*jnp",
+        ):
+            gradmc.from_numpyro(model)
+
+
 # sixty yearly event counts whose rate drops part of the way through (made up for the test)
 YEARLY_COUNTS = np.array([4, 5, 4, 1, 0, 4, 3, 4, 0, 6, 3, 3, 4, 0, 2, 6, 3, 3, 5, 4, 5, 3, 1, 4, 4, 1, 5, 5, 3, 4,
                  2, 5, 2, 2, 3, 4, 2, 1, 3, 2, 1, 1, 1, 1, 1, 3, 0, 0, 1, 0, 1, 1, 0, 0, 3, 1, 0, 3, 2, 2])  # fmt: skip

@@ -9,6 +9,7 @@ gradmc works without it (``pip install -e ".[numpyro]"`` in the repository adds 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import inspect
@@ -516,6 +517,32 @@ def _sampled_discrete_sites(sites: dict, others: list[dict]) -> dict[str, Space]
     return parts
 
 
+#: What JAX raises where a model turns a traced value into a NumPy array or a Python value.
+_CONCRETE_VALUE_ERRORS = (
+    jax.errors.TracerArrayConversionError,
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerIntegerConversionError,
+)
+
+
+@contextlib.contextmanager
+def _traceable(model: Callable):
+    """Re-raise JAX's errors for a model that needs concrete values of its latent sites as a
+    ValueError that says what to change.
+    """
+    try:
+        yield
+    except _CONCRETE_VALUE_ERRORS as error:
+        title = getattr(model, "__name__", "numpyro-model")
+        raise ValueError(
+            f"the NumPyro model {title!r} cannot run with its latent sites as traced JAX values "
+            f"({type(error).__name__}): it turns a sampled value into a NumPy array or a Python value, "
+            "as NumPy indexing does (X[:, k] with X a NumPy array), or np.* functions, if, int() or range() "
+            "on a sampled value. Write those steps with jax.numpy (jnp.asarray(X)[:, k], jnp.where), as "
+            "NumPyro's own samplers also need"
+        ) from error
+
+
 def from_numpyro(model: Callable, *args, **kwargs) -> Target:
     """A :class:`~gradmc.base.Target` for the NumPyro model ``model(*args, **kwargs)``.
 
@@ -550,7 +577,8 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
     ValueError
         For a discrete latent site whose support depends on other unknowns, a count whose
         bound is not between its lower bound and 65,535 above it, a site marked for another
-        kind of enumeration, or a model without latent sites.
+        kind of enumeration, a model without latent sites, or one that needs concrete values of
+        its latent sites (NumPy indexing or Python control flow on them).
     """
     _numpyro()
     if not callable(model):
@@ -565,7 +593,8 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
             "mark every discrete site for enumeration, or none"
         )
     if discrete:
-        return _mixed_target(model, args, kwargs, sites, discrete)
+        with _traceable(model):
+            return _mixed_target(model, args, kwargs, sites, discrete)
     names = [
         name
         for name, site in sites.items()
@@ -579,6 +608,9 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
 
     def logdensity_fn(x):
         return -potential_fn(unravel(x))
+
+    with _traceable(model):
+        jax.eval_shape(logdensity_fn, flat)
 
     def initial_position(key):
         return _uniform_start(key, logdensity_fn, flat)

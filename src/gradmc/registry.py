@@ -144,6 +144,9 @@ class Entry(NamedTuple):
         The options that set that kernel (``kernel.as_top_level_api`` takes them by name).
     options : dict of str to str
         Samplers: what each option means.
+    exact_conditionals : bool
+        Samplers: every step draws its sites from their exact conditionals, so a step that
+        keeps the current state is a draw like any other, not a proposal that failed.
     """
 
     name: str
@@ -155,6 +158,7 @@ class Entry(NamedTuple):
     kernel: ModuleType | None = None
     kernel_options: tuple[str, ...] = ()
     options: Mapping[str, str] = MappingProxyType({})
+    exact_conditionals: bool = False
 
     def defaults(self) -> dict:
         """A sampler's default options, read from its builder's signature (after ``target``
@@ -247,6 +251,7 @@ def register_sampler(
     fixes: tuple[Fix, ...] = (),
     kernel: ModuleType | None = None,
     kernel_options: tuple[str, ...] = (),
+    exact_conditionals: bool = False,
 ):
     """Decorator: register ``build(target, num_warmup, **options) -> BoundSampler`` under ``name``.
 
@@ -270,6 +275,9 @@ def register_sampler(
         The pure kernel module, for a sampler whose kernel also runs outside the runner.
     kernel_options : tuple of str
         The options that set that kernel.
+    exact_conditionals : bool
+        Every step draws from exact conditionals (Gibbs): the health check then reads a chain
+        that kept its state as a concentrated conditional, not as a stuck proposal.
     """
     meanings = dict(options or {})
 
@@ -286,7 +294,16 @@ def register_sampler(
             raise ValueError(f"sampler {name!r}: say what option(s) {unexplained} mean in its registration's options")
         ordered = {p: meanings[p] for p in params}
         entry = Entry(
-            name, build, description, kind, tuple(tuned), tuple(fixes), kernel, tuple(kernel_options), ordered
+            name,
+            build,
+            description,
+            kind,
+            tuple(tuned),
+            tuple(fixes),
+            kernel,
+            tuple(kernel_options),
+            ordered,
+            exact_conditionals,
         )
         _samplers.add(entry)
         for documented in {build, inspect.unwrap(build)}:

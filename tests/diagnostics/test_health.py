@@ -125,6 +125,18 @@ def test_every_chain_at_one_state_is_not_stuck():
     assert run_warnings(fake_trace(draws)) == []
 
 
+def test_a_gibbs_chain_that_keeps_its_state_is_a_draw_not_a_stuck_proposal():
+    """Every chain at one state, every accepted move a jump of 0: for a first-order proposal
+    (NCG) the proposals misjudge the log density; for Gibbs, whose steps draw from the exact
+    conditionals, the conditional sits on that state, and nothing is wrong.
+    """
+    draws = np.zeros((4, 100, 3), np.float32)
+    jump = np.zeros((4, 100), np.float32)
+    line = only(run_warnings(fake_trace(draws, sampler="ncg", accept=1.0, jump=jump)), "never moved")
+    assert "were all the current state" in line
+    assert run_warnings(fake_trace(draws, sampler="gibbs", accept=1.0, jump=jump)) == []
+
+
 def test_divergences_and_nonfinite_proposals(iid):
     diverging = np.zeros((4, 1000), bool)
     diverging[1, :5] = True

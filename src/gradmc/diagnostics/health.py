@@ -202,6 +202,11 @@ def _chains(trace: Trace, chains) -> str:
 # -- the sampler's options --------------------------------------------------------------------
 
 
+def _entry_of(trace: Trace, entry: Entry | None) -> Entry | None:
+    """``entry``, else the registered sampler named ``trace.sampler`` (None for a composed run)."""
+    return entry if entry is not None else next((e for e in samplers() if e.name == trace.sampler), None)
+
+
 class _Judged(NamedTuple):
     """What the checks know of the run's sampler: its options in force (defaults updated by
     the options given) and its entry's declarations.
@@ -213,8 +218,7 @@ class _Judged(NamedTuple):
 
     @classmethod
     def of(cls, trace: Trace, entry: Entry | None) -> _Judged:
-        if entry is None:
-            entry = next((e for e in samplers() if e.name == trace.sampler), None)
+        entry = _entry_of(trace, entry)
         if entry is None:
             return cls(dict(trace.options), (), ())
         return cls({**entry.defaults(), **trace.options}, entry.tuned, entry.fixes)
@@ -457,15 +461,18 @@ def _moments_mixing(moments: dict, name: Namer) -> tuple[list[str], np.ndarray]:
     return found, frozen
 
 
-def _stuck(trace: Trace, frozen: np.ndarray | None) -> tuple[list[str], np.ndarray]:
+def _stuck(trace: Trace, frozen: np.ndarray | None, entry: Entry | None) -> tuple[list[str], np.ndarray]:
     """Chains that never moved over the kept draws, and the mask of them: chains that accepted
     (almost) nothing, and a discrete sampler's chains whose accepted proposals were all the
-    current state (a ``jump`` of 0 throughout).
+    current state (a ``jump`` of 0 throughout), unless the sampler draws exact conditionals
+    (Gibbs), whose draws keep the state where the conditional sits on one value.
     """
     accept = np.asarray(trace.stats["acceptance_rate"], np.float64)
     rate = accept.reshape(accept.shape[0], -1).mean(axis=1)
     stuck = rate <= STUCK_ACCEPTANCE
     jump = trace.stats.get("jump") if trace.thinning == 1 else None  # thinned: moves between kept steps unseen
+    if entry is not None and entry.exact_conditionals:
+        jump = None
     standing = np.zeros_like(stuck) if jump is None else np.asarray(jump).reshape(len(rate), -1).max(axis=1) == 0
     standing &= ~stuck
     stuck |= standing
@@ -728,7 +735,7 @@ def _block_problems(trace: Trace) -> list[str]:
             continue
         judged = _Judged.of(view, entry)
         lines, failed = _warmup(view, judged)
-        stuck_lines, stuck = _stuck(view, None)
+        stuck_lines, stuck = _stuck(view, None, entry)
         if joint:  # the joint move moves this block too: the whole run's checks judge it
             lines, stuck_lines = [line for line in lines if line != _FALLBACK_LINE], []
         else:
@@ -758,6 +765,7 @@ def run_warnings(trace: Trace, entry: Entry | None = None) -> list[str]:
     list of str
         One line per problem.
     """
+    entry = _entry_of(trace, entry)
     judged = _Judged.of(trace, entry)
     found, failed = _warmup(trace, judged)
     draws = _kept(trace)
@@ -769,7 +777,7 @@ def run_warnings(trace: Trace, entry: Entry | None = None) -> list[str]:
         mixing, frozen = _moments_mixing(trace.moments, _namer(trace, None))
     else:
         mixing = []
-    stuck_lines, stuck = _stuck(trace, frozen)
+    stuck_lines, stuck = _stuck(trace, frozen, entry)
     found += stuck_lines + _transitions(trace, judged) + mixing + _acceptance(trace, judged, failed | stuck)
     found += _block_problems(trace) + _counts_cut_off(trace)
     return [f"{trace.sampler}: {line}" for line in found]

@@ -273,6 +273,7 @@ def build_mh_uniform(
     kernel=gibbs,
     kernel_options=("scan",),
     gradient=False,
+    exact_conditionals=True,
     options={"scan": 'One of {"random", "systematic"}: which coordinate a step updates.'},
 )
 def build_gibbs(target: Target, num_warmup: int, scan: str = "random"):
@@ -297,6 +298,7 @@ def build_gibbs(target: Target, num_warmup: int, scan: str = "random"):
     "blocked Gibbs for conditionally independent discrete sites (a NumPyro plate of labels): every site drawn "
     "from its exact conditional at once",
     gradient=False,
+    exact_conditionals=True,
     options={},
 )
 def build_plate_gibbs(target: Target, num_warmup: int):
