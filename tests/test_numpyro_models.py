@@ -313,6 +313,43 @@ def test_discrete_sites_that_cannot_be_sampled_are_named():
         gradmc.from_numpyro(moving_support)
 
 
+TOTALS, SEEN = np.array([2, 3]), np.array([1.0, 2.0])
+
+
+def thinned_counts():
+    """Counts k_i ~ Binomial(n_i, 0.4) with one total n_i per unit, of which Binomial(k_i, 0.5) were seen."""
+    numpyro.sample("mu", dist.Normal(0.0, 1.0))
+    with numpyro.plate("unit", 2):
+        k = numpyro.sample("k", dist.Binomial(jnp.asarray(TOTALS), 0.4))
+        numpyro.sample("seen", dist.Binomial(k, 0.5), obs=SEEN)
+    numpyro.deterministic("total", jnp.sum(k))
+
+
+def test_a_binomial_site_with_one_total_count_per_entry_is_exact():
+    """NumPyro enumerates no support that differs between entries: the site takes every value
+    some entry allows, each entry's others have log density −∞. p(k | seen) is the product of
+    the units' Binomial(n_i, 0.4) x Binomial(seen_i; k_i, 0.5), over k_i = seen_i..n_i.
+    """
+    from scipy.stats import binom
+
+    from gradmc.enumeration import ExactDistribution
+    from gradmc.spaces import Ordinal
+    from gradmc.testing import assert_tv_within_bound
+
+    target = gradmc.from_numpyro(thinned_counts)
+    assert target.space.parts["k"] == Ordinal([0.0, 1.0, 2.0, 3.0], 2)
+    base = np.asarray(target.draw_initial(jax.random.key(0)))
+    moved = base.copy()
+    moved[1] = 3.0 - moved[1]  # the first count: named by it, not by the deterministic total it changes too
+    assert target.variables.changed_entries(base, moved[None]) == [("k", "k[0]")]
+    trace = gradmc.sample(target, "auto", num_warmup=300, num_draws=2000, seed=0, progress=False)
+    values = np.arange(4)
+    unit = [binom.pmf(values, n, 0.4) * binom.pmf(y, values, 0.5) for n, y in zip(TOTALS, SEEN, strict=True)]
+    probs = np.outer(*[u / u.sum() for u in unit])
+    exact = ExactDistribution(values.astype(float), 2, probs.ravel(order="F"), 0.0)
+    assert_tv_within_bound(trace.posterior()["k"].astype(float), exact, p=0.01)
+
+
 def test_a_model_that_needs_concrete_values_of_its_sites_says_what_to_change():
     columns = np.arange(12.0).reshape(4, 3)  # a NumPy array, indexed by a sampled site
 

@@ -274,7 +274,12 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         description=f"NumPyro model {title}: continuous sites unconstrained, discrete sites sampled ({space})",
         initial_position=initial_position,
         metadata={SITE_TERMS: site_terms},
-        variables=Variables(named, space.event_shape, recover=_recover_enumerated(model, args, kwargs, sites)),
+        variables=Variables(
+            named,
+            space.event_shape,
+            recover=_recover_enumerated(model, args, kwargs, sites),
+            derived=_deterministic(sites),
+        ),
     )
 
 
@@ -303,16 +308,29 @@ def numpyro_model_error(fn: Callable, kwargs: dict) -> str | None:
     return None
 
 
+def _deterministic(sites: dict) -> list[str]:
+    """The model's ``numpyro.deterministic`` sites: computed from the others."""
+    return [name for name, site in sites.items() if site["type"] == "deterministic"]
+
+
 def _is_discrete_latent(site: dict) -> bool:
     return site["type"] == "sample" and not site["is_observed"] and site["fn"].support.is_discrete
 
 
 def _support(site: dict) -> np.ndarray:
-    """The values a discrete site's distribution allows (over all its batch entries)."""
+    """The values a discrete site's distribution allows (over all its batch entries): where
+    they differ between entries (a Binomial with one total count per entry), every value some
+    entry allows; the log density is −∞ at an entry's values outside its own support.
+    """
     fn = site["fn"]
     while hasattr(fn, "base_dist"):  # .to_event() and .expand() wrappers
         fn = fn.base_dist
-    return np.unique(np.asarray(fn.enumerate_support(expand=False)))
+    try:
+        return np.unique(np.asarray(fn.enumerate_support(expand=False)))
+    except NotImplementedError:  # NumPyro enumerates only supports that all entries share
+        support = fn.support
+        lower, upper = np.min(support.lower_bound), np.max(support.upper_bound)
+        return np.arange(lower, upper + 1)
 
 
 def _reach(site: dict) -> float:
@@ -379,6 +397,7 @@ def _lift_ordered(start, space: Product, logdensity_fn: Callable):
     return tried[jnp.argmax(finite)]
 
 
+@_without_validation
 def _initialize(model: Callable, args: tuple, kwargs: dict):
     """NumPyro's ``initialize_model`` (its potential energy, the unconstrained sites' shapes and
     a finite start), given a batch of one key: NumPyro then searches for the start in one
@@ -448,6 +467,17 @@ def _potential(model: Callable, args: tuple, kwargs: dict):
     return potential_fn, postprocess_fn, transform_fn(inv_transforms, constrained, invert=True)
 
 
+def _largest(site: dict, space: Space) -> np.ndarray:
+    """Each entry of a discrete site at the largest value its own support allows (a Binomial's
+    total count where each entry has its own), else the largest value of its space.
+    """
+    value = np.asarray(site["value"])
+    upper = getattr(site["fn"].support, "upper_bound", None)
+    if upper is None or not np.all(np.isfinite(np.asarray(upper))):
+        upper = np.asarray(space.values)[-1]
+    return np.broadcast_to(np.minimum(upper, np.asarray(space.values)[-1]), value.shape).astype(value.dtype)
+
+
 def _feasible_start(model: Callable, args: tuple, kwargs: dict, sites: dict, discrete: dict[str, Space]):
     """Values of the discrete sites under which NumPyro finds a start for the continuous ones,
     and that start (``initialize_model``'s result): the prior run's values, else every site at
@@ -456,10 +486,7 @@ def _feasible_start(model: Callable, args: tuple, kwargs: dict, sites: dict, dis
     from numpyro.handlers import condition
 
     prior = {name: sites[name]["value"] for name in discrete}
-    top = {
-        name: np.full(np.shape(value), np.asarray(discrete[name].values)[-1]).astype(np.asarray(value).dtype)
-        for name, value in prior.items()
-    }
+    top = {name: _largest(sites[name], discrete[name]) for name in discrete}
     for values in (prior, top):
         try:
             with warnings.catch_warnings():  # the values tried may lie outside what the data allow
@@ -626,5 +653,7 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
         space=Real(int(flat.size)),
         description=f"NumPyro model {title} on its unconstrained space (d = {flat.size})",
         initial_position=initial_position,
-        variables=Variables(named, flat.shape, recover=_recover_enumerated(model, args, kwargs, sites)),
+        variables=Variables(
+            named, flat.shape, recover=_recover_enumerated(model, args, kwargs, sites), derived=_deterministic(sites)
+        ),
     )

@@ -72,6 +72,9 @@ class Variables:
         ``recover(named, key) -> dict``: draws of variables the log density sums out (a
         NumPyro model's enumerated discrete sites), each drawn from its conditional given
         the named draws ``{name: (chain, draw, *shape)}``, with the JAX key ``key``.
+    derived : sequence of str, optional
+        Variables computed from the others (a NumPyro model's deterministic sites): they
+        move with the coordinates they are computed from and never name one.
 
     Raises
     ------
@@ -91,9 +94,11 @@ class Variables:
         unflatten: Callable[[jax.Array], Any] | None = None,
         treedef=None,
         recover: Callable[[dict, jax.Array], dict] | None = None,
+        derived: Sequence[str] = (),
     ):
         self.fn = fn
         self.recover = recover
+        self.derived = frozenset(derived)
         self.event_shape = tuple(int(n) for n in event_shape)
         self.unflatten = unflatten
         self.treedef = treedef
@@ -183,7 +188,8 @@ class Variables:
     def changed_entries(self, base, moved) -> list[tuple[str, str | None] | None]:
         """What each of ``moved`` changes relative to ``base``, as ``(variable, entry)``:
         ``("theta", "theta[3]")`` for one entry of one variable, ``("w", None)`` for several
-        entries of one variable, None for no change or changes in several variables.
+        entries of one variable, None for no change or changes in several variables (the
+        ``derived`` ones aside).
 
         This is how a coordinate of the flat position is named in the model's terms: move
         that one coordinate and see which named entry follows. It holds for any variables
@@ -201,7 +207,7 @@ class Variables:
         positions = np.concatenate([np.asarray(base)[None], np.asarray(moved)])
         named = self._named_draws(positions)
         changed = {}
-        for name in self.names:
+        for name in (n for n in self.names if n not in self.derived):
             value = named[name].reshape(len(positions), -1)
             changed[name] = ~((value[1:] == value[:1]) | (np.isnan(value[1:]) & np.isnan(value[:1])))
         found: list[tuple[str, str | None] | None] = []
