@@ -116,53 +116,62 @@ def _recover_enumerated(model: Callable, args: tuple, kwargs: dict, sites: dict)
     return recover
 
 
-def _plate_of(site: dict):
-    """The plate along which a discrete site's entries lie (its value a vector of size N > 1 in a
-    plate of size N at dim -1), or None.
+def _plates_of(site: dict) -> tuple | None:
+    """The plates along which a discrete site's entries lie, one per axis of its value (a
+    vector of N > 1 entries in a plate of size N at dim -1; an (G, N) array in plates at dims
+    -2 and -1, ...), in the order of the axes; None where an axis lies in no plate.
     """
     shape = np.shape(site["value"])
-    if len(shape) != 1 or shape[0] < 2:
+    if not shape or int(np.prod(shape)) < 2:
         return None
-    return next((f for f in site["cond_indep_stack"] if f.dim == -1 and f.size == shape[0]), None)
+    frames = []
+    for dim, size in zip(range(-len(shape), 0), shape, strict=True):
+        frame = next((f for f in site["cond_indep_stack"] if f.dim == dim and f.size == size), None)
+        if frame is None:
+            return None
+        frames.append(frame)
+    return tuple(frames)
 
 
 def _site_terms(model_trace: Callable, space: Product, discrete: dict, sites: dict, start) -> dict[str, Callable]:
-    """``{part: terms(x)}`` for each discrete site in a plate whose entries are conditionally
+    """``{part: terms(x)}`` for each discrete site in plates whose entries are conditionally
     independent given the rest (:mod:`gradmc.discrete.plate_gibbs`): ``terms(x)[n]`` sums the
-    log-probabilities of entry n of every site in that plate. Independence is checked at
-    ``start`` (a position): moving the site changes no site outside the plate, and moving its
-    entry 0 changes no other entry's terms; a site that fails gets no terms.
+    log-probabilities of entry n (in the flat order of the site's value) of every site in
+    those plates. Independence is checked at ``start`` (a position): moving the site changes
+    no site outside the plates, and moving its entry 0 changes no other entry's terms; a site
+    that fails gets no terms.
     """
 
-    def in_plate(site, frame):
-        return any(f.name == frame.name for f in site["cond_indep_stack"])
+    def in_plates(site, frames):
+        names = {f.name for f in site["cond_indep_stack"]}
+        return all(frame.name in names for frame in frames)
 
     @_without_validation
     def log_prob(site):
         value = site["fn"].log_prob(site["value"])
         return value if site.get("scale") is None else value * site["scale"]
 
-    def terms_of(frame):
+    def terms_of(frames):
         def terms(x):
-            total = jnp.zeros(frame.size)
+            total = jnp.zeros(tuple(frame.size for frame in frames))
             for site in model_trace(x).values():
-                if site["type"] == "sample" and in_plate(site, frame):
+                if site["type"] == "sample" and in_plates(site, frames):
                     lp = jnp.broadcast_to(log_prob(site), site["fn"].batch_shape)
-                    axis = lp.ndim + frame.dim
-                    total = total + jnp.sum(lp, axis=tuple(i for i in range(lp.ndim) if i != axis))
-            return total
+                    kept = [lp.ndim + frame.dim for frame in frames]
+                    total = total + jnp.sum(lp, axis=tuple(i for i in range(lp.ndim) if i not in kept))
+            return jnp.ravel(total)
 
         return terms
 
-    def outside(x, frame):
+    def outside(x, frames):
         return sum(
-            jnp.sum(log_prob(s)) for s in model_trace(x).values() if s["type"] == "sample" and not in_plate(s, frame)
+            jnp.sum(log_prob(s)) for s in model_trace(x).values() if s["type"] == "sample" and not in_plates(s, frames)
         )
 
     found: dict[str, Callable] = {}
     for name in discrete:
-        frame = _plate_of(sites[name])
-        if frame is None:
+        frames = _plates_of(sites[name])
+        if frames is None:
             continue
         values = np.asarray(space.parts[name].values)
         index = np.arange(space.slices[name].start, space.slices[name].stop)
@@ -171,9 +180,9 @@ def _site_terms(model_trace: Callable, space: Product, discrete: dict, sites: di
         moved[index] = np.where(start_values == values[0], values[-1], values[0])  # every entry changed
         one = np.asarray(start).copy()
         one[index[0]] = moved[index[0]]  # entry 0 alone
-        terms = terms_of(frame)
+        terms = terms_of(frames)
         base = np.asarray(terms(start))
-        if not np.isclose(float(outside(start, frame)), float(outside(moved, frame)), rtol=1e-6, atol=1e-6):
+        if not np.isclose(float(outside(start, frames)), float(outside(moved, frames)), rtol=1e-6, atol=1e-6):
             continue
         if not np.allclose(np.asarray(terms(one))[1:], base[1:], rtol=1e-6, atol=1e-6):
             continue
