@@ -306,8 +306,14 @@ def test_ctrl_c_leaves_a_consistent_checkpoint_that_resumes_identically(tmp_path
     assert isinstance(stop.value, KeyboardInterrupt)
     assert not list(ckpt.rglob("*.tmp"))  # no half-written file is left behind
     monkeypatch.undo()
+    from gradmc.run import sampling
+
+    traced = []  # the chunks reloaded are read with one trace of the chunk per phase and length
+    template = sampling._Phase.output_template
+    monkeypatch.setattr(sampling._Phase, "output_template", lambda self, *a: traced.append(a[1:]) or template(self, *a))
     resumed = gradmc.sample(_target(), "mala", checkpoint=ckpt, **RUN)
     np.testing.assert_array_equal(resumed.draws, mala_reference.draws)
+    assert traced == [(20,), (20,)]  # 3 warm-up chunks and 1 draw chunk reloaded
 
 
 def test_ctrl_c_in_a_one_program_run_resumes_identically(tmp_path, monkeypatch):

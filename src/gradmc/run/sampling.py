@@ -538,11 +538,14 @@ class _PhaseRunner:
     def run_phase(self, name: str, spec: _Phase, states, params, already_done: int, saved_params=None):
         """Run (or, for chunks finished before a resume, reload) the chunks of one phase."""
         iterations = 0
+        templates = {}  # one trace of the chunk per length: a composed sampler's takes a second or more
         _show_phase(self.bar, self.run_name, name)
         for index, length in enumerate(chunk_lengths(spec.num, spec.chunk) if spec.num else []):
             if iterations < already_done:  # only after a resume, so from a store
                 assert self.store is not None
-                self.collect(name, self.store.load_chunk(name, index, spec.output_template(self.chain_keys, length)))
+                if length not in templates:
+                    templates[length] = spec.output_template(self.chain_keys, length)
+                self.collect(name, self.store.load_chunk(name, index, templates[length]))
                 iterations += length
                 continue
             program = (spec.step_fn, spec.observer, spec.thinning, length)
