@@ -153,7 +153,7 @@ def test_load_target_finds_a_numpyro_model(tmp_path):
     assert target.variables.names == ("mu", "tau", "eta", "theta")
     with pytest.raises(ValueError, match="is a NumPyro model"):
         load_target(f"{path}:eight_schools", dim=10, data=tmp_path / "schools.npz")
-    with pytest.raises(ValueError, match="give its space with --dim D.*not a NumPyro model"):
+    with pytest.raises(ValueError, match="needs 'sigma', which --data did not give.*pass its data with --data"):
         load_target(f"{path}:eight_schools")  # without its data it cannot run as a model
 
 

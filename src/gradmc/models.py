@@ -17,6 +17,7 @@ import functools
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -416,6 +417,19 @@ def _candidates(module) -> list[str]:
     )
 
 
+def _missing_arguments(fn: Callable, arrays: dict) -> list[str]:
+    """The required parameters of ``fn`` that ``arrays`` does not name."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name
+        for p in parameters
+        if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in arrays
+    ]
+
+
 def load_target(
     spec: str,
     *,
@@ -483,6 +497,14 @@ def load_target(
             raise ValueError(f"{spec} is a NumPyro model, whose sites give the space; drop --dim and --space")
         return from_numpyro(obj, **arrays)
     if dim is None and space is None:
+        missing = _missing_arguments(obj, arrays)
+        if missing:
+            raise ValueError(
+                f"{spec} needs {', '.join(map(repr, missing))}, which --data did not give: if it is a log-density "
+                f"function of the position, give its space with --dim D (Real(D)) or --space ({SPACE_FORMS}); if "
+                "it is a NumPyro model, pass its data with --data FILE.npz (one array per argument, saved under "
+                "its name)"
+            )
         raise ValueError(
             f"{spec} is a log-density function: give its space with --dim D (Real(D)) or --space "
             f"({SPACE_FORMS}); it is not a NumPyro model ({problem})"
