@@ -318,10 +318,18 @@ def curved_parts(target: Target) -> set[str]:
 CHAIN_TOLERANCE = 1e-4
 
 
+#: Scalar sites (Binary, Ordinal) with more values than this are not read as a chain: the
+#: chain from evaluations costs (K − 1)² evaluations of the log density per pair of sites.
+CHAIN_MAX_VALUES = 8
+
+
 def chain_parts(target: Target) -> set[str]:
-    """The categorical parts of ``target``'s Product space, of three or more sites, in which its
-    log density at a start couples each site with its neighbours and with no other
-    (:func:`gradmc.discrete.ffbs.coupling_outside_chain`): an HMM's states.
+    """The discrete parts of ``target``'s Product space, of three or more sites, in which its
+    log density at a start couples each site with its neighbours and with no other: an HMM's
+    states. Categorical parts are read through Hessian-vector products
+    (:func:`gradmc.discrete.ffbs.coupling_outside_chain`), scalar parts of at most
+    :data:`CHAIN_MAX_VALUES` values through evaluations
+    (:func:`~gradmc.discrete.ffbs.coupling_outside_chain_by_values`).
 
     Parameters
     ----------
@@ -333,7 +341,8 @@ def chain_parts(target: Target) -> set[str]:
     found = set()
     for name in space.discrete_parts:
         part = space.parts[name]
-        if not isinstance(part, Categorical) or part.d < 3:
+        one_hot = isinstance(part, Categorical)
+        if part.d < 3 or not (one_hot or (part.values.ndim == 1 and part.num_values <= CHAIN_MAX_VALUES)):
             continue
         where = space.slices[name]
 
@@ -341,9 +350,14 @@ def chain_parts(target: Target) -> set[str]:
             return target.logdensity_fn(start.at[where].set(jnp.ravel(x)))
 
         at = jnp.reshape(start[where], part.event_shape)
-        outside, whole = jax.jit(ffbs.coupling_outside_chain, static_argnums=0)(conditional, at, jax.random.key(1))
-        pairwise = jax.jit(ffbs.chain_model, static_argnums=0)(conditional, at).pairwise
-        if float(outside) <= CHAIN_TOLERANCE * float(whole) and bool(jnp.any(pairwise != 0)):
+        if one_hot:
+            outside, whole = jax.jit(ffbs.coupling_outside_chain, static_argnums=0)(conditional, at, jax.random.key(1))
+            model = jax.jit(ffbs.chain_model, static_argnums=0)(conditional, at)
+        else:
+            probe = jax.jit(ffbs.coupling_outside_chain_by_values, static_argnums=(0, 2))
+            outside, whole = probe(conditional, at, part)
+            model = jax.jit(ffbs.chain_model_by_values, static_argnums=(0, 2))(conditional, at, part)
+        if float(outside) <= CHAIN_TOLERANCE * float(whole) and bool(jnp.any(model.pairwise != 0)):
             found.add(name)
     return found
 
@@ -374,10 +388,10 @@ def blocks(
     discrete part is ``"plate-gibbs"``, all sites drawn from their exact conditionals at once,
     for a part in ``plates`` (whose site terms the target gives); single-site ``"gibbs"``,
     whose exact conditionals need no gradient, for a part ``flat()`` names
-    (:func:`flat_parts`); ``"ffbs"`` for categorical sites coupled in a chain, which
-    ``chains()`` names (:func:`chain_parts`); ``"gibbs"`` again for a part in which the log
-    density is not quadratic, which ``curved()`` names (:func:`curved_parts`); otherwise
-    :func:`auto_sampler`'s.
+    (:func:`flat_parts`), unless its sites are coupled in a chain, which ``chains()`` names
+    (:func:`chain_parts`): then ``"ffbs"``, as for categorical sites coupled in a chain;
+    ``"gibbs"`` again for a part in which the log density is not quadratic, which ``curved()``
+    names (:func:`curved_parts`); otherwise :func:`auto_sampler`'s.
 
     Parameters
     ----------
@@ -421,9 +435,11 @@ def blocks(
             single = parts[0] if len(parts) == 1 else None
             if single in plates:
                 value = PLATE_CHOICE
-            elif flat is not None and set(parts) <= flat():
-                value = FLAT_CHOICE
-            elif single is not None and chains is not None and single in chains():
+            elif flat is not None and set(parts) <= flat():  # index-valued sites: a chain read from evaluations
+                value = (
+                    CHAIN_CHOICE if single is not None and chains is not None and single in chains() else FLAT_CHOICE
+                )
+            elif isinstance(joint, Categorical) and chains is not None and single in chains():
                 value = CHAIN_CHOICE
             elif curved is not None and set(parts) <= curved():
                 value = FLAT_CHOICE

@@ -18,7 +18,7 @@ import gradmc
 from gradmc.base import Target
 from gradmc.diagnostics.ess import geyer_ess
 from gradmc.discrete import ffbs
-from gradmc.spaces import Categorical
+from gradmc.spaces import Categorical, Ordinal
 
 T, K = 4, 3
 SPACE = Categorical(K, T)
@@ -60,15 +60,15 @@ def test_coupling_beyond_neighbours_is_seen():
     assert outside[0] > 0.1 * outside[1]
 
 
-def _run(logdensity_fn, kernel=None, num_chains=16, num_draws=2500):
+def _run(logdensity_fn, kernel=None, num_chains=16, num_draws=2500, space=SPACE):
     """Chains of the FFBS kernel (or ``kernel``), as state indices (chain, draw) and acceptance."""
     kernel = kernel or ffbs.build_kernel()
-    start = SPACE.from_index(jnp.zeros(T, jnp.int32)).astype(jnp.float32)
+    start = space.from_index(jnp.zeros(T, jnp.int32)).astype(jnp.float32)
 
     def chain(key):
         def step(state, key):
-            state, info = kernel(key, state, logdensity_fn, SPACE)
-            return state, (SPACE.to_index(state.position), info.acceptance_rate)
+            state, info = kernel(key, state, logdensity_fn, space)
+            return state, (space.to_index(state.position), info.acceptance_rate)
 
         return jax.lax.scan(step, ffbs.init(start, logdensity_fn), jax.random.split(key, num_draws))[1]
 
@@ -140,6 +140,67 @@ def test_auto_gives_ffbs_to_an_hmm_states_and_it_recovers_them():
 
 
 def test_refuses_a_space_it_cannot_move():
-    target = Target("flat", lambda s: jnp.sum(s), gradmc.spaces.Binary(4))
-    with pytest.raises(ValueError, match="ffbs"):
+    target = Target("one site", lambda s: jnp.sum(s), gradmc.spaces.Binary(1))
+    with pytest.raises(ValueError, match="ffbs draws a chain of discrete sites"):
         gradmc.sample(target, "ffbs", num_warmup=10, num_draws=10, progress=False)
+
+
+# -- sites that enter only as indices: the chain from evaluations ------------------------------
+
+VALUES = Ordinal([0.0, 1.0, 2.0], T)  # three values, T sites, indices into the tables
+
+
+def indexed_chain(x):
+    """The wavy chain written as NumPyro writes an HMM, by indexing with the sites: no gradient."""
+    z = x.astype(jnp.int32)
+    steps = jnp.arange(T - 1)
+    pair = PAIRWISE[steps, z[:-1], z[1:]] + 0.5 * jnp.cos(WAVE[steps, z[:-1], z[1:]])
+    return jnp.sum(UNARY[jnp.arange(T), z]) + jnp.sum(pair)
+
+
+def indexed_loop(x):
+    """Not a chain: the first and third sites are coupled too."""
+    z = x.astype(jnp.int32)
+    return indexed_chain(x) + 1.5 * jnp.cos(PAIRWISE[0, z[0], z[2]])
+
+
+def test_the_chain_from_evaluations_of_any_chain_is_the_distribution_itself():
+    """wavy_chain is not quadratic, so its second-order model is only a proposal; read from
+    evaluations it is exact, from any position."""
+    assert np.all(np.asarray(jax.grad(indexed_chain)(jnp.ones(T))) == 0)
+    for start in (17, 60):
+        model = ffbs.chain_model_by_values(indexed_chain, jnp.asarray(STATES[start], jnp.float32), VALUES)
+        logq = np.asarray(jax.vmap(lambda s, model=model: ffbs.chain_logprob(s, model))(jnp.asarray(STATES)))
+        np.testing.assert_allclose(logq, exact_logprobs(wavy_chain), atol=1e-4)
+    position = jnp.asarray(STATES[17], jnp.float32)
+    inside = ffbs.coupling_outside_chain_by_values(indexed_chain, position, VALUES)
+    outside = ffbs.coupling_outside_chain_by_values(indexed_loop, position, VALUES)
+    assert inside[0] < 1e-4 * inside[1]
+    assert outside[0] > 0.1 * outside[1]
+
+
+def test_exact_from_evaluations_on_a_chain_and_beyond():
+    """On a chain every proposal but the defensive one-site changes is the exact conditional;
+    beyond a chain the MH test corrects the model."""
+    ids, accept = _run(indexed_chain, space=VALUES)
+    assert accept.mean() > 0.8
+    tv, bound = _tv_and_bound(ids, exact_logprobs(wavy_chain))
+    assert tv < bound, (tv, bound)
+    ids, accept = _run(indexed_loop, space=VALUES)
+    assert accept.mean() < 0.99
+    logp = np.asarray(jax.vmap(indexed_loop)(jnp.asarray(STATES, jnp.float32)), np.float64)
+    tv, bound = _tv_and_bound(ids, logp - np.logaddexp.reduce(logp))
+    assert tv < bound, (tv, bound)
+
+
+def test_auto_reads_a_chain_of_indexed_sites_and_gives_it_ffbs():
+    def log_density(x):
+        return indexed_chain(x["z"]) - 0.5 * jnp.sum(x["mu"] ** 2) + jnp.sum(x["mu"]) * 0.1
+
+    init = {"mu": jnp.zeros(2), "z": jnp.zeros(T)}
+    target = gradmc.from_function(log_density, init=init, space={"z": VALUES}, name="indexed")
+    assert gradmc.sample(target, "auto", num_warmup=20, num_draws=20, progress=False).sampler == "mu=nuts, z=ffbs"
+    looped = gradmc.from_function(
+        lambda x: log_density(x) + indexed_loop(x["z"]) - indexed_chain(x["z"]), init=init, space={"z": VALUES}
+    )
+    assert gradmc.sample(looped, "auto", num_warmup=20, num_draws=20, progress=False).sampler == "mu=nuts, z=gibbs"

@@ -365,11 +365,15 @@ def _frozen_chains(constant: np.ndarray, first: np.ndarray) -> np.ndarray:
     return frozen
 
 
+#: The words of the warnings that say the run's chains disagree (R-hat, chains in different states).
+_DISAGREE = "the chains disagree"
+
+
 def _split_line(split: np.ndarray, name: Namer, k: int) -> str:
     """The warning about coordinates constant within every chain but different between chains."""
     return (
         f"{_coords(split, name)} never changed within any chain, yet differ between chains "
-        f"({split.size} of {k} coordinates): each chain is stuck in its own state and the draws cannot be "
+        f"({split.size} of {k} coordinates): {_DISAGREE}, each stuck in its own state, and the draws cannot be "
         "trusted; run longer, or use a sampler that moves between modes"
     )
 
@@ -384,7 +388,7 @@ def _rhat_line(rhat: np.ndarray, index: np.ndarray, name: Namer, k: int, note: s
     labels = [f"{label} ({rhat[j]:.3g})" for label, j in zip(name(index[shown]), shown, strict=True)]
     return [
         f"R-hat above {RHAT_THRESHOLD} for {worst.size} of {k} coordinates: {_listing(labels, worst.size)}{note}: "
-        "the chains disagree, so they have not yet forgotten their starts or are stuck in different modes; run "
+        f"{_DISAGREE}, so they have not yet forgotten their starts or are stuck in different modes; run "
         "more warm-up and draws, or use a sampler that moves between modes"
     ]
 
@@ -461,18 +465,21 @@ def _moments_mixing(moments: dict, name: Namer) -> tuple[list[str], np.ndarray]:
     return found, frozen
 
 
-def _stuck(trace: Trace, frozen: np.ndarray | None, entry: Entry | None) -> tuple[list[str], np.ndarray]:
+def _stuck(
+    trace: Trace, frozen: np.ndarray | None, entry: Entry | None, unmixed: bool = False
+) -> tuple[list[str], np.ndarray]:
     """Chains that never moved over the kept draws, and the mask of them: chains that accepted
     (almost) nothing, and a discrete sampler's chains whose accepted proposals were all the
-    current state (a ``jump`` of 0 throughout), unless the sampler draws exact conditionals
-    (Gibbs), whose draws keep the state where the conditional sits on one value.
+    current state (a ``jump`` of 0 throughout). A sampler that draws exact conditionals
+    (Gibbs) keeps the state where the conditional sits on one value, which says nothing
+    wrong in itself: its chains count only where the run has not mixed (``unmixed``: its
+    chains disagree), as chains that the other blocks hold in place.
     """
     accept = np.asarray(trace.stats["acceptance_rate"], np.float64)
     rate = accept.reshape(accept.shape[0], -1).mean(axis=1)
     stuck = rate <= STUCK_ACCEPTANCE
-    jump = trace.stats.get("jump") if trace.thinning == 1 else None  # thinned: moves between kept steps unseen
-    if entry is not None and entry.exact_conditionals:
-        jump = None
+    exact = entry is not None and entry.exact_conditionals
+    jump = trace.stats.get("jump") if trace.thinning == 1 and (unmixed or not exact) else None
     standing = np.zeros_like(stuck) if jump is None else np.asarray(jump).reshape(len(rate), -1).max(axis=1) == 0
     standing &= ~stuck
     stuck |= standing
@@ -482,6 +489,11 @@ def _stuck(trace: Trace, frozen: np.ndarray | None, entry: Entry | None) -> tupl
         return [], stuck
     chains = np.flatnonzero(stuck)
     rates = ", ".join(f"{rate[i]:.3f}" for i in chains[:_SHOWN])
+    if standing[chains].all() and exact:
+        return [
+            f"{_chains(trace, chains)} never moved over the kept draws: every draw from the exact conditionals "
+            "kept the current state while the run's chains disagree, so the other blocks hold these sites in place"
+        ], stuck
     if standing[chains].all():
         return [
             f"{_chains(trace, chains)} never moved over the kept draws: the proposals accepted (acceptance rate "
@@ -723,10 +735,11 @@ def _joint_moved(trace: Trace) -> bool:
     return "when" not in joint or bool(np.any(np.asarray(trace.params.get(JOINT, False))))
 
 
-def _block_problems(trace: Trace) -> list[str]:
+def _block_problems(trace: Trace, unmixed: bool) -> list[str]:
     """Each block's failed adaptation, stuck chains and acceptance far from its aim, its
     lines starting ``block LABEL (SAMPLER):``. Beside a joint move (:mod:`gradmc.mode_shift`),
     which moves every block, a block whose own moves stick is not a problem in itself.
+    ``unmixed``: the run's chains disagree (:func:`_stuck`).
     """
     found = []
     joint = _joint_moved(trace)
@@ -735,7 +748,7 @@ def _block_problems(trace: Trace) -> list[str]:
             continue
         judged = _Judged.of(view, entry)
         lines, failed = _warmup(view, judged)
-        stuck_lines, stuck = _stuck(view, None, entry)
+        stuck_lines, stuck = _stuck(view, None, entry, unmixed)
         if joint:  # the joint move moves this block too: the whole run's checks judge it
             lines, stuck_lines = [line for line in lines if line != _FALLBACK_LINE], []
         else:
@@ -777,9 +790,10 @@ def run_warnings(trace: Trace, entry: Entry | None = None) -> list[str]:
         mixing, frozen = _moments_mixing(trace.moments, _namer(trace, None))
     else:
         mixing = []
-    stuck_lines, stuck = _stuck(trace, frozen, entry)
+    unmixed = any(_DISAGREE in line for line in mixing)
+    stuck_lines, stuck = _stuck(trace, frozen, entry, unmixed)
     found += stuck_lines + _transitions(trace, judged) + mixing + _acceptance(trace, judged, failed | stuck)
-    found += _block_problems(trace) + _counts_cut_off(trace)
+    found += _block_problems(trace, unmixed) + _counts_cut_off(trace)
     return [f"{trace.sampler}: {line}" for line in found]
 
 

@@ -22,10 +22,19 @@ part of the space; so a share :data:`DEFENSIVE_SHARE` of the proposals changes o
 chosen site to a uniformly chosen other value instead, and both moves are scored by the
 mixture q = (1 − ρ) q_model + ρ q_site (a defensive mixture, Hesterberg 1995), which reaches
 every state.
+
+Sites that enter the log density only as indices (an HMM written ``log_A[z[:-1], z[1:]]``,
+``mu[z]``: no gradient) get the chain from evaluations instead (:func:`chain_model_by_values`):
+with d_t(a) = f(z with z_t = a) − f(z) and e_t(a, b) = f(z with z_{t−1} = a, z_t = b) − f(z),
+the unary terms are d_t and the pairwise terms e_t(a, b) − d_{t−1}(a) − d_t(b); for any f that
+couples each site only to its neighbours, f(z') − f(z) is exactly their sum over the chain,
+so the draw is again an exact block Gibbs draw. It costs (K − 1) T + (K − 1)² (T − 1)
+evaluations of f, twice a step.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -36,14 +45,16 @@ from blackjax.base import build_sampling_algorithm
 from gradmc.base import SamplingAlgorithm
 from gradmc.discrete import proposals
 from gradmc.discrete.proposals import DiscreteInfo, DiscreteState
-from gradmc.spaces import Categorical
+from gradmc.spaces import Categorical, DiscreteSpace
 
 __all__ = [
     "ChainModel",
     "DiscreteInfo",
     "init",
     "chain_model",
+    "chain_model_by_values",
     "coupling_outside_chain",
+    "coupling_outside_chain_by_values",
     "sample_chain",
     "chain_logprob",
     "build_kernel",
@@ -101,6 +112,83 @@ def chain_model(logdensity_fn: Callable, position) -> ChainModel:
     diagonal = jnp.diagonal(own, axis1=1, axis2=2)
     upper = columns[site[1:] % 3, :, site[1:] - 1, :]  # (T − 1, K_col = b at t, K_row = a at t − 1)
     return ChainModel(gradient - hz + 0.5 * diagonal, jnp.swapaxes(upper, 1, 2))
+
+
+def chain_model_by_values(logdensity_fn: Callable, position, space) -> ChainModel:
+    """The :class:`ChainModel` of f at ``position`` from evaluations (module doc): exact for an
+    f that couples each site only to its neighbours, whatever its form.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        f on (T,) positions of scalar sites (``space``'s values).
+    position : jax.Array
+        The current position, (T,).
+    space : gradmc.spaces.DiscreteSpace
+        The sites' space (scalar values: Binary, Ordinal).
+    """
+    t, k = position.shape[0], space.num_values
+    values = jnp.asarray(space.values, position.dtype)
+    index = space.to_index(position)
+    base = logdensity_fn(position)
+    offsets = jnp.arange(1, k)  # the other values: index + j mod k
+
+    def change(at, offset):
+        return (index[at] + offset) % k
+
+    def single(at, offset):
+        return logdensity_fn(position.at[at].set(values[change(at, offset)])) - base
+
+    def pair(at, first, second):
+        moved = position.at[at - 1].set(values[change(at - 1, first)]).at[at].set(values[change(at, second)])
+        return logdensity_fn(moved) - base
+
+    sites = jnp.arange(t)
+    ones = jax.vmap(jax.vmap(single, (None, 0)), (0, None))(sites, offsets)  # (T, K − 1)
+    ones = jnp.where(jnp.isnan(ones), -jnp.inf, ones)
+    rows = jnp.broadcast_to(sites[:, None], ones.shape)
+    unary = jnp.zeros((t, k), position.dtype).at[rows, change(rows, offsets[None, :])].set(ones)
+    later = sites[1:]
+    grid = jax.vmap(jax.vmap(jax.vmap(pair, (None, None, 0)), (None, 0, None)), (0, None, None))
+    twos = grid(later, offsets, offsets)  # (T − 1, K − 1, K − 1)
+    twos = jnp.where(jnp.isnan(twos), -jnp.inf, twos)
+    a = change(later[:, None, None] - 1, offsets[None, :, None])
+    b = change(later[:, None, None], offsets[None, None, :])
+    d_a, d_b = unary[later[:, None, None] - 1, a], unary[later[:, None, None], b]
+    # where a single change is impossible the pair is too, through the unary term
+    interaction = jnp.where(jnp.isfinite(d_a) & jnp.isfinite(d_b), twos - d_a - d_b, 0.0)
+    steps = jnp.broadcast_to(jnp.arange(t - 1)[:, None, None], a.shape)
+    pairwise = jnp.zeros((t - 1, k, k), position.dtype).at[steps, a, b].set(interaction)
+    return ChainModel(unary, pairwise)
+
+
+def coupling_outside_chain_by_values(logdensity_fn: Callable, position, space) -> tuple[jax.Array, jax.Array]:
+    """``(outside, inside)``: the size of the interactions of sites two and three apart (each
+    site with its value moved on, the other's too), and of the single changes d_t;
+    ``outside`` ≈ 0 when f couples each site only to its neighbours.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        f on (T,) positions of scalar sites.
+    position : jax.Array
+        Where the interactions are taken.
+    space : gradmc.spaces.DiscreteSpace
+        The sites' space.
+    """
+    k = space.num_values
+    values = jnp.asarray(space.values, position.dtype)
+    moved = values[(space.to_index(position) + 1) % k]
+    base = logdensity_fn(position)
+    singles = jax.vmap(lambda at: logdensity_fn(position.at[at].set(moved[at])) - base)(jnp.arange(position.shape[0]))
+
+    def interactions(gap):
+        first = jnp.arange(position.shape[0] - gap)
+        both = jax.vmap(lambda at: logdensity_fn(position.at[at].set(moved[at]).at[at + gap].set(moved[at + gap])))
+        return both(first) - base - singles[first] - singles[first + gap]
+
+    outside = jnp.concatenate([interactions(2), interactions(3)])
+    return jnp.linalg.norm(outside), jnp.linalg.norm(singles)
 
 
 def coupling_outside_chain(logdensity_fn: Callable, position, key) -> tuple[jax.Array, jax.Array]:
@@ -205,35 +293,47 @@ def _one_site_changed(key, states, k: int):
     return states.at[site].set((states[site] + 1 + jax.random.randint(key_value, (), 0, k - 1)) % k)
 
 
+def _model_of(space: DiscreteSpace) -> Callable:
+    """How the chain is read: from Hessian-vector products on one-hot rows (Categorical), from
+    evaluations on scalar sites.
+    """
+    if isinstance(space, Categorical):
+        return chain_model
+    return functools.partial(chain_model_by_values, space=space)
+
+
 def build_kernel():
     """``kernel(key, state, logdensity_fn, space) -> (DiscreteState, DiscreteInfo)``."""
 
-    def kernel(rng_key, state: DiscreteState, logdensity_fn: Callable, space: Categorical):
+    def kernel(rng_key, state: DiscreteState, logdensity_fn: Callable, space: DiscreteSpace):
         key_draw, key_site, key_choice, key_mh = jax.random.split(rng_key, 4)
         current = space.to_index(state.position)
-        forward = chain_model(logdensity_fn, state.position)
+        model = _model_of(space)
+        forward = model(logdensity_fn, state.position)
         alphas, log_z = _forward(forward)  # filtered once: for the draw and for its score
         drawn = _backward(key_draw, alphas, forward)
+        k = space.num_values
         states = jnp.where(
-            jax.random.uniform(key_choice) < DEFENSIVE_SHARE, _one_site_changed(key_site, current, space.k), drawn
+            jax.random.uniform(key_choice) < DEFENSIVE_SHARE, _one_site_changed(key_site, current, k), drawn
         )
         proposed = init(space.from_index(states).astype(state.position.dtype), logdensity_fn)
-        reverse = chain_model(logdensity_fn, proposed.position)
-        log_forward = _mixture_logprob(states, forward, log_z, current, space.k)
-        log_reverse = _mixture_logprob(current, reverse, _forward(reverse)[1], states, space.k)
+        reverse = model(logdensity_fn, proposed.position)
+        log_forward = _mixture_logprob(states, forward, log_z, current, k)
+        log_reverse = _mixture_logprob(current, reverse, _forward(reverse)[1], states, k)
         return proposals.metropolis(key_mh, state, proposed, log_reverse - log_forward)
 
     return kernel
 
 
-def as_top_level_api(logdensity_fn: Callable, space: Categorical) -> SamplingAlgorithm:
+def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace) -> SamplingAlgorithm:
     """BlackJAX-style ``SamplingAlgorithm`` of the FFBS kernel.
 
     Parameters
     ----------
     logdensity_fn : callable
-        The target's log density f on (T, K) one-hot positions.
-    space : gradmc.spaces.Categorical
-        The target's space.
+        The target's log density f on (T, K) one-hot positions, or on (T,) scalar sites.
+    space : gradmc.spaces.DiscreteSpace
+        The target's space: Categorical (the chain from Hessian-vector products), or scalar
+        sites (Binary, Ordinal: the chain from evaluations).
     """
     return build_sampling_algorithm(build_kernel(), init, logdensity_fn, kernel_args=(space,))

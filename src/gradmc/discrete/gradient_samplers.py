@@ -338,24 +338,30 @@ def build_block_gibbs(target: Target, num_warmup: int, M=None, step_size=1.0):
 
 @register_discrete(
     "ffbs",
-    "forward filtering-backward sampling of a chain of categorical sites (an HMM's states) from the log density's "
-    "second-order model, with an MH test; an exact block Gibbs draw where it is quadratic in the one-hot rows",
+    "forward filtering-backward sampling of a chain of discrete sites (an HMM's states) from the log density's "
+    "second-order model (one-hot rows) or its evaluations (index-valued sites), with an MH test; an exact block "
+    "Gibbs draw where the log density couples only neighbours",
     kernel=ffbs,
     options={},
 )
 def build_ffbs(target: Target, num_warmup: int):
-    """FFBS (:mod:`gradmc.discrete.ffbs`); nothing is tuned. A step costs the proposal's log
-    density and gradient and twice 3K + 1 Hessian-vector products (about two gradients each).
+    """FFBS (:mod:`gradmc.discrete.ffbs`); nothing is tuned. A step costs, on one-hot rows, the
+    proposal's log density and gradient and twice 3K + 1 Hessian-vector products (about two
+    gradients each); on scalar sites twice (K − 1) T + (K − 1)² (T − 1) + 1 evaluations.
     """
     space = check_space(target, "ffbs")
-    if not isinstance(space, Categorical) or space.d < 2:
-        raise ValueError(f"ffbs draws a chain of categorical sites; target {target.name!r} lives on {space}")
+    if space.d < 2 or not (isinstance(space, Categorical) or space.values.ndim == 1):
+        raise ValueError(f"ffbs draws a chain of discrete sites; target {target.name!r} lives on {space}")
     kernel = ffbs.build_kernel()
-    cost = 1 + 4 * (3 * space.k + 1)
+    k, t = space.num_values, space.d
+    if isinstance(space, Categorical):
+        cost, extra = 1 + 4 * (3 * k + 1), {}
+    else:
+        cost, extra = 1, {"logdensity_evals": jnp.float32(2 * ((k - 1) * t + (k - 1) ** 2 * (t - 1)))}
     return bind(
         "ffbs",
         lambda key, position: ffbs.init(position, target.logdensity_fn),
         lambda key, state: kernel(key, state, target.logdensity_fn, space),
         {},
-        lambda state, info, params: stats(state, info, num_grad_evals=cost),
+        lambda state, info, params: stats(state, info, num_grad_evals=cost, extra=extra),
     )
