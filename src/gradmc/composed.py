@@ -352,12 +352,12 @@ def chain_parts(target: Target) -> set[str]:
         at = jnp.reshape(start[where], part.event_shape)
         if one_hot:
             outside, whole = jax.jit(ffbs.coupling_outside_chain, static_argnums=0)(conditional, at, jax.random.key(1))
-            model = jax.jit(ffbs.chain_model, static_argnums=0)(conditional, at)
+            coupled = jnp.any(jax.jit(ffbs.chain_model, static_argnums=0)(conditional, at).pairwise != 0)
         else:
             probe = jax.jit(ffbs.coupling_outside_chain_by_values, static_argnums=(0, 2))
-            outside, whole = probe(conditional, at, part)
-            model = jax.jit(ffbs.chain_model_by_values, static_argnums=(0, 2))(conditional, at, part)
-        if float(outside) <= CHAIN_TOLERANCE * float(whole) and bool(jnp.any(model.pairwise != 0)):
+            outside, whole, neighbours = probe(conditional, at, part)
+            coupled = neighbours > 0
+        if float(outside) <= CHAIN_TOLERANCE * float(whole) and bool(coupled):
             found.add(name)
     return found
 

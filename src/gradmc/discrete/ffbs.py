@@ -162,10 +162,11 @@ def chain_model_by_values(logdensity_fn: Callable, position, space) -> ChainMode
     return ChainModel(unary, pairwise)
 
 
-def coupling_outside_chain_by_values(logdensity_fn: Callable, position, space) -> tuple[jax.Array, jax.Array]:
-    """``(outside, inside)``: the size of the interactions of sites two and three apart (each
-    site with its value moved on, the other's too), and of the single changes d_t;
-    ``outside`` ≈ 0 when f couples each site only to its neighbours.
+def coupling_outside_chain_by_values(logdensity_fn: Callable, position, space) -> tuple[jax.Array, ...]:
+    """``(outside, inside, neighbours)``: the size of the interactions of sites two and three
+    apart (each site with its value moved on, the other's too), of the single changes d_t, and
+    of the interactions of neighbours; ``outside`` ≈ 0 when f couples each site only to its
+    neighbours, and ``neighbours`` > 0 when it couples them at all.
 
     Parameters
     ----------
@@ -188,7 +189,7 @@ def coupling_outside_chain_by_values(logdensity_fn: Callable, position, space) -
         return both(first) - base - singles[first] - singles[first + gap]
 
     outside = jnp.concatenate([interactions(2), interactions(3)])
-    return jnp.linalg.norm(outside), jnp.linalg.norm(singles)
+    return jnp.linalg.norm(outside), jnp.linalg.norm(singles), jnp.linalg.norm(interactions(1))
 
 
 def coupling_outside_chain(logdensity_fn: Callable, position, key) -> tuple[jax.Array, jax.Array]:
