@@ -25,16 +25,20 @@ every state.
 
 Sites that enter the log density only as indices (an HMM written ``log_A[z[:-1], z[1:]]``,
 ``mu[z]``: no gradient) get the chain from evaluations instead (:func:`chain_model_by_values`):
-with d_t(a) = f(z with z_t = a) − f(z) and e_t(a, b) = f(z with z_{t−1} = a, z_t = b) − f(z),
-the unary terms are d_t and the pairwise terms e_t(a, b) − d_{t−1}(a) − d_t(b); for any f that
-couples each site only to its neighbours, f(z') − f(z) is exactly their sum over the chain,
-so the draw is again an exact block Gibbs draw. It costs (K − 1) T + (K − 1)² (T − 1)
-evaluations of f, twice a step.
+with d_t(a) = f(r with r_t = a) − f(r) and e_t(a, b) = f(r with r_{t−1} = a, r_t = b) − f(r)
+at a reference r, the unary terms are d_t and the pairwise terms e_t(a, b) − d_{t−1}(a) − d_t(b);
+for any f that couples each site only to its neighbours, f(z') − f(r) is exactly their sum
+over the chain, for every z' (an anchored decomposition), so the draw is again an exact block
+Gibbs draw. The reference is fixed (every site at its first value), not the current states:
+the proposal then does not depend on them (an independence proposal given the other blocks),
+and the MH test scores both directions under the one chain, read with (K − 1) T +
+(K − 1)² (T − 1) evaluations of f a step. Where f(r) is not finite (the reference is
+impossible given the other blocks) the chain cannot be read, and the step proposes a
+one-site change only: still exact, and still moving.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -279,13 +283,14 @@ def chain_logprob(states, model: ChainModel, log_z=None) -> jax.Array:
     return energy - log_z
 
 
-def _mixture_logprob(states, model: ChainModel, log_z, start, k: int):
-    """The log-probability q(states | start) of the defensive mixture: the chain model, or one site changed."""
+def _mixture_logprob(states, model: ChainModel, log_z, start, k: int, share=DEFENSIVE_SHARE):
+    """The log-probability q(states | start) of the defensive mixture: the chain model, or (a
+    share ``share`` of the proposals) one site changed.
+    """
     one_site = jnp.sum(states != start) == 1
     log_site = jnp.where(one_site, -jnp.log(states.shape[0] * (k - 1.0)), -jnp.inf)
-    return jnp.logaddexp(
-        jnp.log1p(-DEFENSIVE_SHARE) + chain_logprob(states, model, log_z), jnp.log(DEFENSIVE_SHARE) + log_site
-    )
+    log_chain = jnp.where(share < 1, jnp.log1p(-share) + chain_logprob(states, model, log_z), -jnp.inf)
+    return jnp.logaddexp(log_chain, jnp.log(share) + log_site)
 
 
 def _one_site_changed(key, states, k: int):
@@ -294,33 +299,31 @@ def _one_site_changed(key, states, k: int):
     return states.at[site].set((states[site] + 1 + jax.random.randint(key_value, (), 0, k - 1)) % k)
 
 
-def _model_of(space: DiscreteSpace) -> Callable:
-    """How the chain is read: from Hessian-vector products on one-hot rows (Categorical), from
-    evaluations on scalar sites.
-    """
-    if isinstance(space, Categorical):
-        return chain_model
-    return functools.partial(chain_model_by_values, space=space)
-
-
 def build_kernel():
     """``kernel(key, state, logdensity_fn, space) -> (DiscreteState, DiscreteInfo)``."""
 
     def kernel(rng_key, state: DiscreteState, logdensity_fn: Callable, space: DiscreteSpace):
         key_draw, key_site, key_choice, key_mh = jax.random.split(rng_key, 4)
         current = space.to_index(state.position)
-        model = _model_of(space)
-        forward = model(logdensity_fn, state.position)
+        k = space.num_values
+        one_hot = isinstance(space, Categorical)
+        if one_hot:  # the second-order model at the current states
+            forward, share = chain_model(logdensity_fn, state.position), DEFENSIVE_SHARE
+        else:  # the chain read at the fixed reference: one chain for both directions (module doc)
+            reference = space.from_index(jnp.zeros_like(current)).astype(state.position.dtype)
+            forward = chain_model_by_values(logdensity_fn, reference, space)
+            share = jnp.where(jnp.isfinite(logdensity_fn(reference)), DEFENSIVE_SHARE, 1.0)
         alphas, log_z = _forward(forward)  # filtered once: for the draw and for its score
         drawn = _backward(key_draw, alphas, forward)
-        k = space.num_values
-        states = jnp.where(
-            jax.random.uniform(key_choice) < DEFENSIVE_SHARE, _one_site_changed(key_site, current, k), drawn
-        )
+        states = jnp.where(jax.random.uniform(key_choice) < share, _one_site_changed(key_site, current, k), drawn)
         proposed = init(space.from_index(states).astype(state.position.dtype), logdensity_fn)
-        reverse = model(logdensity_fn, proposed.position)
-        log_forward = _mixture_logprob(states, forward, log_z, current, k)
-        log_reverse = _mixture_logprob(current, reverse, _forward(reverse)[1], states, k)
+        if one_hot:
+            reverse = chain_model(logdensity_fn, proposed.position)
+            reverse_log_z = _forward(reverse)[1]
+        else:
+            reverse, reverse_log_z = forward, log_z
+        log_forward = _mixture_logprob(states, forward, log_z, current, k, share)
+        log_reverse = _mixture_logprob(current, reverse, reverse_log_z, states, k, share)
         return proposals.metropolis(key_mh, state, proposed, log_reverse - log_forward)
 
     return kernel

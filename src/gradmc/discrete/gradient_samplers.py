@@ -347,7 +347,7 @@ def build_block_gibbs(target: Target, num_warmup: int, M=None, step_size=1.0):
 def build_ffbs(target: Target, num_warmup: int):
     """FFBS (:mod:`gradmc.discrete.ffbs`); nothing is tuned. A step costs, on one-hot rows, the
     proposal's log density and gradient and twice 3K + 1 Hessian-vector products (about two
-    gradients each); on scalar sites twice (K − 1) T + (K − 1)² (T − 1) + 1 evaluations.
+    gradients each); on scalar sites (K − 1) T + (K − 1)² (T − 1) + 2 evaluations.
     """
     space = check_space(target, "ffbs")
     if space.d < 2 or not (isinstance(space, Categorical) or space.values.ndim == 1):
@@ -357,7 +357,7 @@ def build_ffbs(target: Target, num_warmup: int):
     if isinstance(space, Categorical):
         cost, extra = 1 + 4 * (3 * k + 1), {}
     else:
-        cost, extra = 1, {"logdensity_evals": jnp.float32(2 * ((k - 1) * t + (k - 1) ** 2 * (t - 1)))}
+        cost, extra = 1, {"logdensity_evals": jnp.float32((k - 1) * t + (k - 1) ** 2 * (t - 1) + 2)}
     return bind(
         "ffbs",
         lambda key, position: ffbs.init(position, target.logdensity_fn),
