@@ -138,6 +138,15 @@ def test_summary_matrix_events_and_max_coords():
         dg.summary(np.zeros(10))
 
 
+def test_summary_gives_no_ess_to_a_coordinate_that_never_changes():
+    """A discrete site the data pin keeps one value in every draw: its ESS is undefined, not the draw count."""
+    draws = np.random.default_rng(5).standard_normal((2, 50, 2))
+    draws[..., 1] = 1.0
+    table = dg.summary(draws)
+    assert np.all(np.isnan([table["ess_bulk"][1], table["ess_tail"][1]]))
+    assert np.all(np.isfinite([table["ess_bulk"][0], table["ess_tail"][0]]))
+
+
 def test_ess_stats_and_rates():
     draws = np.random.default_rng(6).standard_normal((4, 500, 5))
     stats = dg.ess_stats(draws)

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import gradmc
-from gradmc.base import Target
+from gradmc.base import FALLBACK, Target
 from gradmc.diagnostics import health
 from gradmc.diagnostics._common import coord_names
 from gradmc.diagnostics.health import RunWarning, run_warnings
@@ -135,6 +135,24 @@ def test_a_gibbs_chain_that_keeps_its_state_is_a_draw_not_a_stuck_proposal():
     line = only(run_warnings(fake_trace(draws, sampler="ncg", accept=1.0, jump=jump)), "never moved")
     assert "were all the current state" in line
     assert run_warnings(fake_trace(draws, sampler="gibbs", accept=1.0, jump=jump)) == []
+
+
+def test_a_fallback_run_that_settled_where_the_data_pin_it_is_not_stuck():
+    """Every chain at one state although the fallback's single-site moves, scored by the log
+    density itself, were tried at every step: the data pin the sites, nothing is wrong. Where
+    the chains disagree, or moved, the fallback's line stays."""
+    draws = np.zeros((4, 100, 3), np.float32)
+    jump = np.zeros((4, 100), np.float32)
+    params = {FALLBACK: np.ones(4, bool)}
+    assert run_warnings(fake_trace(draws, sampler="ncg", accept=0.5, jump=jump, params=params)) == []
+    split = draws.copy()
+    split[2:] = 1.0  # two chains at another state
+    lines = run_warnings(fake_trace(split, sampler="ncg", accept=0.5, jump=jump, params=params))
+    assert "froze in warm-up" in only(lines, "froze in warm-up")
+    assert "never moved" in only(lines, "never moved")
+    moving = np.random.default_rng(1).integers(0, 2, (4, 100, 3)).astype(np.float32)
+    lines = run_warnings(fake_trace(moving, sampler="ncg", accept=0.5, jump=np.ones((4, 100)), params=params))
+    assert "froze in warm-up" in only(lines, "froze in warm-up")
 
 
 def test_divergences_and_nonfinite_proposals(iid):

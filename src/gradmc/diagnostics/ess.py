@@ -47,9 +47,10 @@ def summary(draws, truth=None, *, max_coords: int | None = None) -> dict[str, np
     """Per-coordinate summary of draws shaped (chain, draw, *event).
 
     Returns columns (each of length ``num_coords``): ``name``, ``mean``, ``sd``,
-    ``mcse_mean``, ``mcse_sd``, ``ess_bulk``, ``ess_tail``, ``r_hat`` (rank-normalised
-    split R-hat; NaN for a single chain), and, when ``truth`` (a :class:`gradmc.base.Truth`) knows them,
-    ``true_mean``, ``true_sd`` and ``z_mean = (mean - true_mean) / mcse_mean``.
+    ``mcse_mean``, ``mcse_sd``, ``ess_bulk``, ``ess_tail`` (NaN for a coordinate that never
+    changes), ``r_hat`` (rank-normalised split R-hat; NaN for a single chain), and, when
+    ``truth`` (a :class:`gradmc.base.Truth`) knows them, ``true_mean``, ``true_sd`` and
+    ``z_mean = (mean - true_mean) / mcse_mean``.
     ``max_coords`` keeps only the first coordinates (event flattened in C order).
     """
     x = as_draws(draws, min_draws=4)
@@ -77,6 +78,9 @@ def summary(draws, truth=None, *, max_coords: int | None = None) -> dict[str, np
             "ess_tail": col(az.ess(ds, method="tail")),
             "r_hat": col(az.rhat(ds)),
         }
+    # a coordinate that never changes has no autocorrelation to count its draws by
+    constant = table["sd"] == 0
+    table["ess_bulk"][constant] = table["ess_tail"][constant] = np.nan
     if truth is not None and truth.mean is not None:
         table["true_mean"] = np.asarray(truth.mean, dtype=np.float64).reshape(-1)[:k]
         table["z_mean"] = (table["mean"] - table["true_mean"]) / table["mcse_mean"]

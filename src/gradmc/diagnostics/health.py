@@ -473,12 +473,13 @@ def _stuck(
     current state (a ``jump`` of 0 throughout). A sampler that draws exact conditionals
     (Gibbs) keeps the state where the conditional sits on one value, which says nothing
     wrong in itself: its chains count only where the run has not mixed (``unmixed``: its
-    chains disagree), as chains that the other blocks hold in place.
+    chains disagree), as chains that the other blocks hold in place; so do a run's chains that
+    settled with its fallback's single-site moves tried at every step (:func:`_settled`).
     """
     accept = np.asarray(trace.stats["acceptance_rate"], np.float64)
     rate = accept.reshape(accept.shape[0], -1).mean(axis=1)
     stuck = rate <= STUCK_ACCEPTANCE
-    exact = entry is not None and entry.exact_conditionals
+    exact = (entry is not None and entry.exact_conditionals) or _settled(trace, unmixed)
     jump = trace.stats.get("jump") if trace.thinning == 1 and (unmixed or not exact) else None
     standing = np.zeros_like(stuck) if jump is None else np.asarray(jump).reshape(len(rate), -1).max(axis=1) == 0
     standing &= ~stuck
@@ -548,14 +549,34 @@ _FALLBACK_LINE = (
 )
 
 
-def _warmup(trace: Trace, judged: _Judged) -> tuple[list[str], np.ndarray]:
+def _fell_back(trace: Trace) -> bool:
+    """Whether a discrete sampler switched on its fallback move (:mod:`gradmc.discrete.fallback`)."""
+    return isinstance(trace.params, dict) and bool(np.any(np.asarray(trace.params.get(FALLBACK, False))))
+
+
+def _settled(trace: Trace, unmixed: bool) -> bool:
+    """Whether a run whose fallback move is on sat still where the target puts its mass: no
+    chain moved over the kept draws although the fallback's single-site moves, scored by the
+    log density itself, were tried at every step, and the chains agree (not ``unmixed``). A
+    proposal that froze there froze because every other value is improbable (a site the data
+    pin), not because the gradient misjudged the log density.
+    """
+    jump = trace.stats.get("jump")
+    if not _fell_back(trace) or unmixed or jump is None or trace.thinning != 1:
+        return False
+    return bool(np.max(np.asarray(jump)) == 0)
+
+
+def _warmup(trace: Trace, judged: _Judged, unmixed: bool = False) -> tuple[list[str], np.ndarray]:
     """What went wrong in warm-up, and the mask of its chains: a discrete sampler that switched
-    on its fallback move (:mod:`gradmc.discrete.fallback`) gets one line saying so, in place of
-    the adaptation checks of the proposal that froze; any other, :func:`_adaptation`'s.
+    on its fallback move gets one line saying so, in place of the adaptation checks of the
+    proposal that froze, unless the run settled where the target puts its mass
+    (:func:`_settled`); any other, :func:`_adaptation`'s.
     """
     found, failed = _adaptation(trace, judged)
-    fell_back = isinstance(trace.params, dict) and np.any(np.asarray(trace.params.get(FALLBACK, False)))
-    return ([_FALLBACK_LINE], np.ones_like(failed)) if fell_back else (found, failed)
+    if not _fell_back(trace):
+        return found, failed
+    return ([], np.zeros_like(failed)) if _settled(trace, unmixed) else ([_FALLBACK_LINE], np.ones_like(failed))
 
 
 def _transitions(trace: Trace, judged: _Judged) -> list[str]:
@@ -747,7 +768,7 @@ def _block_problems(trace: Trace, unmixed: bool) -> list[str]:
         if label == JOINT:  # an extra move: its rejections cost nothing, the run's own checks judge the draws
             continue
         judged = _Judged.of(view, entry)
-        lines, failed = _warmup(view, judged)
+        lines, failed = _warmup(view, judged, unmixed)
         stuck_lines, stuck = _stuck(view, None, entry, unmixed)
         if joint:  # the joint move moves this block too: the whole run's checks judge it
             lines, stuck_lines = [line for line in lines if line != _FALLBACK_LINE], []
@@ -780,7 +801,6 @@ def run_warnings(trace: Trace, entry: Entry | None = None) -> list[str]:
     """
     entry = _entry_of(trace, entry)
     judged = _Judged.of(trace, entry)
-    found, failed = _warmup(trace, judged)
     draws = _kept(trace)
     frozen = None
     if draws is not None:
@@ -790,7 +810,9 @@ def run_warnings(trace: Trace, entry: Entry | None = None) -> list[str]:
         mixing, frozen = _moments_mixing(trace.moments, _namer(trace, None))
     else:
         mixing = []
-    unmixed = any(_DISAGREE in line for line in mixing)
+    # the chains disagree: R-hat or split states, or chains frozen each in its own state
+    unmixed = any(_DISAGREE in line for line in mixing) or (frozen is not None and bool(frozen.any()))
+    found, failed = _warmup(trace, judged, unmixed)
     stuck_lines, stuck = _stuck(trace, frozen, entry, unmixed)
     found += stuck_lines + _transitions(trace, judged) + mixing + _acceptance(trace, judged, failed | stuck)
     found += _block_problems(trace, unmixed) + _counts_cut_off(trace)
