@@ -89,7 +89,7 @@ def test_the_product_space_and_its_target(target):
 def test_auto_is_exact_on_the_joint(target):
     trace = gradmc.sample(target, "auto", **RUN)
     assert trace.sampler == "g=ncg, mu=nuts, z=ncg"
-    assert set(trace.params) == {"g", "joint", "mu", "z"} and "inverse_mass_matrix" in trace.params["mu"]
+    assert set(trace.params) == {"g", "joint", "joint_moves", "mu", "z"} and "inverse_mass_matrix" in trace.params["mu"]
     check(trace)
     posterior = trace.posterior()
     assert posterior["g"].dtype.kind == "i" and posterior["z"].shape == (4, 2500, 1)

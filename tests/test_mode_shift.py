@@ -102,13 +102,36 @@ def test_auto_switches_the_mode_shift_on_where_blockwise_sweeps_stick(target):
     ],
 )
 def test_the_joint_move_is_kept_where_it_moves_the_discrete_block_often_enough(changed, accepted, kept):
+    judged = _judged(changed, accepted, evals=10.0)
+    np.testing.assert_allclose(judged.value[:3], (4 * changed, 4 * accepted, 40.0))
+
+
+def _judged(changed, accepted, evals, move_evals=1, max_moves=10):
+    """The judged state after sweeps 0 .. 11 of which 4 .. 7 are judged."""
     from gradmc.composed import judge_joint
 
-    judged = gradmc.base.Shared((jnp.float32(0), jnp.float32(0), jnp.bool_(False)))
-    for t in range(12):  # judged sweeps 4 .. 7; the others count nothing
-        judged = judge_joint(judged, jnp.float32(changed), jnp.float32(accepted), t, 4, 8)
-        assert bool(judged.value[2]) == (kept and t >= 7)
-    np.testing.assert_allclose(judged.value[:2], (4 * changed, 4 * accepted))
+    judged = gradmc.base.Shared((jnp.float32(0), jnp.float32(0), jnp.float32(0), jnp.bool_(False), jnp.int32(1)))
+    worth = accepted > 0 and accepted >= 0.1 * changed
+    for t in range(12):  # the others count nothing
+        judged = judge_joint(
+            judged, jnp.float32(changed), jnp.float32(accepted), jnp.float32(evals), t, 4, 8, move_evals, max_moves
+        )
+        assert bool(judged.value[3]) == (worth and t >= 7)
+    return judged
+
+
+@pytest.mark.parametrize(
+    ("evals", "move_evals", "max_moves", "moves"),
+    [
+        (100.0, 10, 20, 10),  # the blocks cost ten moves: ten moves a sweep
+        (100.0, 30, 20, 3),
+        (100.0, 10, 4, 4),  # at most one per discrete site
+        (5.0, 10, 20, 1),  # a move costs more than the blocks: still one
+    ],
+)
+def test_a_kept_joint_move_costs_a_sweep_what_the_blocks_cost(evals, move_evals, max_moves, moves):
+    assert int(_judged(1.0, 0.5, evals, move_evals, max_moves).value[4]) == moves
+    assert int(_judged(10.0, 0.5, evals, move_evals, max_moves).value[4]) == 0  # not kept: none
 
 
 @pytest.mark.slow  # the same move in every sweep, asked for by name
@@ -170,3 +193,69 @@ def test_auto_has_the_mode_shift_ready_only_for_a_small_continuous_block():
     assert composed_sampler(build(AUTO_JOINT_MAX_CONTINUOUS), "auto").options["joint"]["when"] == "judged"
     assert "joint" not in composed_sampler(build(AUTO_JOINT_MAX_CONTINUOUS + 1), "auto").options
     assert "joint" not in composed_sampler(build(2), {"joint": "none"}).options
+
+
+# -- a move that carries the coefficients and holds the noise scale ----------------------------
+
+# A variable selection whose first two columns are the same: with the coefficients kept, a
+# switch turns on only where its coefficient, spread by the narrow prior of an excluded one,
+# sits where the data accept it, so blockwise sweeps stick. Given the noise variance the
+# coefficients' conditional is Gaussian; jointly with it, it is not.
+_rng = np.random.default_rng(7)
+_BASE = _rng.normal(size=(12, 2))
+X_SEL = np.column_stack([_BASE[:, 0], _BASE[:, 0], _BASE[:, 1]])
+Y_SEL = X_SEL[:, 0] + 0.8 * X_SEL[:, 2] + 0.3 * _rng.normal(size=12)
+TAU_IN, TAU_OUT, P_IN, A_IG, B_IG = 2.0, 0.01, 0.3, 2.0, 0.2
+
+
+def selection(position):
+    s, beta, v = position["s"], position["beta"], position["log_var"][0]
+    var = jnp.exp(v)
+    tau2 = jnp.where(s > 0.5, TAU_IN**2, TAU_OUT**2)
+    log_s = jnp.sum(s * np.log(P_IN) + (1 - s) * np.log(1 - P_IN))
+    log_beta = jnp.sum(-0.5 * beta**2 / (var * tau2) - 0.5 * jnp.log(var * tau2))
+    resid = jnp.asarray(Y_SEL, jnp.float32) - jnp.asarray(X_SEL, jnp.float32) @ (s * beta)
+    log_lik = -0.5 * resid @ resid / var - 0.5 * len(Y_SEL) * v
+    return log_s + log_beta + log_lik - A_IG * v - B_IG / var  # InvGamma on var, with the Jacobian of v
+
+
+def selection_exact():
+    """p(s | y): beta and the variance integrated out (y | s, var ~ N(0, var (I + TAU_IN² X_s X_s^T)))."""
+    from itertools import product
+
+    n = len(Y_SEL)
+    logp = []
+    for s in product((0, 1), repeat=3):
+        xs = X_SEL[:, np.array(s, bool)]
+        sigma = np.eye(n) + TAU_IN**2 * xs @ xs.T
+        quad = Y_SEL @ np.linalg.solve(sigma, Y_SEL)
+        log_prior = sum(np.log(P_IN) if si else np.log(1 - P_IN) for si in s)
+        logp.append(log_prior - 0.5 * np.linalg.slogdet(sigma)[1] - (A_IG + n / 2) * np.log(B_IG + quad / 2))
+    logp = np.array(logp)
+    probs = np.exp(logp - np.logaddexp.reduce(logp)).reshape(2, 2, 2)  # [s0, s1, s2]
+    return ExactDistribution(np.array([0.0, 1.0]), 3, probs.ravel(order="F"), 0.0)  # s0 varies fastest
+
+
+def test_the_conditional_of_the_coefficients_is_gaussian_and_of_the_scale_is_not():
+    import jax
+
+    position = jnp.concatenate([jnp.ones(3), jnp.full(3, 0.5), jnp.zeros(1)])  # s, beta, log_var
+
+    def flat(y):
+        return selection({"s": y[:3], "beta": y[3:6], "log_var": y[6:]})
+
+    beta, log_var = np.arange(3, 6), np.array([6])
+    assert mode_shift.gaussian_parts(flat, position, [beta, log_var], jax.random.key(0)) == [0]
+    assert mode_shift.gaussian_parts(flat, position, [log_var, beta], jax.random.key(0)) == [1]
+    assert mode_shift.gaussian_parts(flat, position, [log_var], jax.random.key(0)) == []
+
+
+@pytest.mark.slow  # the held scale's exactness, and auto's choice of the moves
+def test_auto_carries_the_coefficients_holds_the_scale_and_stays_exact():
+    init = {"beta": jnp.zeros(3), "log_var": jnp.zeros(1), "s": jnp.array([1.0, 0.0, 1.0])}
+    target = gradmc.from_function(selection, init=init, space={"s": Binary(3)}, name="selection")
+    trace = gradmc.sample(target, "auto", **RUN)
+    assert trace.options["joint"]["holds"] == "log_var"
+    assert np.all(trace.params["joint"]) and np.all(np.asarray(trace.params["joint_moves"]) >= 1)
+    assert trace.warnings == []
+    assert_tv_within_bound(trace.posterior()["s"].astype(float), selection_exact(), p=0.01)

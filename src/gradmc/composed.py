@@ -86,6 +86,9 @@ JOINT_CHOICES = (mode_shift.NAME, AUTO, NO_JOINT)
 #: when out (variable selection). The judged sweeps follow those of a discrete block's own
 #: fallback move (W/4 .. W/2 − 1), so a block that its fallback moves is left to it.
 JUDGED = "judged"
+#: The key of ``trace.params`` holding the mode shift's moves per sweep where ``"auto"`` kept it
+#: (:func:`judge_joint`); asked for in every sweep, it makes one.
+JOINT_MOVES = "joint_moves"
 #: A joint move costs about a sweep; kept where it moves the discrete block at least this share
 #: as often as the sweep does. Measured (one run each, 4 × (500 + 1,000)): the logistic
 #: selection 0.17 (kept: its min ESS per second of sampling is 1.6x what it is without),
@@ -117,27 +120,38 @@ class JointWarmup(NamedTuple):
     blocks : tuple
         Each block's warm-up state.
     judged : Shared
-        ``(changed, accepted, on)``: the discrete entries the blocks' own moves changed and
-        the accepted joint moves, each a mean over chains summed over the judged sweeps, and
-        whether the mode shift is on; the same for every chain.
+        ``(changed, accepted, evals, on, moves)``: the discrete entries the blocks' own moves
+        changed, the accepted share of the joint moves and the blocks' evaluations, each a
+        mean over chains summed over the judged sweeps; whether the mode shift is on, and its
+        moves per sweep; the same for every chain.
     """
 
     blocks: tuple
     judged: Shared
 
 
-def judge_joint(judged: Shared, changed, accepted, t, judge_from: int, judge_to: int) -> Shared:
-    """``judged`` (:class:`JointWarmup`) after warm-up sweep ``t``, which changed ``changed``
-    discrete entries by the blocks' own moves and ``accepted`` a joint move or not: summed over
-    sweeps ``judge_from`` .. ``judge_to`` − 1; at the last of them the mode shift is kept on
-    where it moved at all and at least :data:`JOINT_SHARE` times as often as the entries changed.
+def judge_joint(
+    judged: Shared, changed, accepted, evals, t, judge_from: int, judge_to: int, move_evals: int, max_moves: int
+) -> Shared:
+    """``judged`` (:class:`JointWarmup`) after warm-up sweep ``t``, whose blocks' own moves
+    changed ``changed`` discrete entries at a cost of ``evals`` evaluations, and which accepted
+    a share ``accepted`` of its joint moves: summed over sweeps ``judge_from`` .. ``judge_to`` − 1.
+    At the last of them the mode shift is kept on where it moved at all and at least
+    :data:`JOINT_SHARE` times as often as the entries changed, with as many moves per sweep
+    (at least one, at most ``max_moves``) as cost, at ``move_evals`` each, what the blocks'
+    moves cost: a sweep spends as much on joint moves as on the blocks' own (none where the
+    mode shift is off).
     """
-    total_changed, total_accepted, on = judged.value
+    total_changed, total_accepted, total_evals, on, moves = judged.value
     in_window = (t >= judge_from) & (t < judge_to)
     total_changed = total_changed + jnp.where(in_window, pool_chains(changed.astype(jnp.float32)), 0.0)
     total_accepted = total_accepted + jnp.where(in_window, pool_chains(accepted.astype(jnp.float32)), 0.0)
+    total_evals = total_evals + jnp.where(in_window, pool_chains(evals.astype(jnp.float32)), 0.0)
     worth = (total_accepted > 0) & (total_accepted >= JOINT_SHARE * total_changed)
-    return Shared((total_changed, total_accepted, on | ((t == judge_to - 1) & worth)))
+    last = t == judge_to - 1
+    affordable = jnp.floor(total_evals / max(judge_to - judge_from, 1) / move_evals).astype(jnp.int32)
+    moves = jnp.where(last, jnp.where(worth, jnp.clip(affordable, 1, max_moves), 0), moves)
+    return Shared((total_changed, total_accepted, total_evals, on | (last & worth), moves))
 
 
 def auto_sampler(space: Space) -> str:
@@ -362,6 +376,21 @@ def chain_parts(target: Target) -> set[str]:
     return found
 
 
+def _held_parts(target: Target, continuous: list[str]) -> list[str]:
+    """The continuous parts the mode shift holds where they are: those the log density is not
+    Gaussian in given the others (:func:`gradmc.mode_shift.gaussian_parts`, probed at the
+    target's start), where it is Gaussian in some; none where it is Gaussian in all or in none.
+    """
+    if len(continuous) < 2:
+        return []
+    space = target.space
+    parts = [np.arange(space.slices[name].start, space.slices[name].stop) for name in continuous]
+    start = target.draw_initial(jax.random.key(0))
+    with jax.default_matmul_precision("highest"):
+        kept = mode_shift.gaussian_parts(target.logdensity_fn, start, parts, jax.random.key(1))
+    return [] if len(kept) in (0, len(parts)) else [name for i, name in enumerate(continuous) if i not in kept]
+
+
 def _site_terms(target: Target) -> Mapping[str, Callable]:
     """The parts of ``target`` whose site terms it gives (``metadata["site_terms"]``, a dict
     from a part's name to ``terms(full position) -> (size of the part,)``).
@@ -492,20 +521,33 @@ def _repeated(move, bound: BoundSampler, steps: int, key, state, i: int):
 
 
 def _build(
-    target: Target, num_warmup: int, layout: list[Block], joint: str | None = None, whiten: bool = False
+    target: Target,
+    num_warmup: int,
+    layout: list[Block],
+    joint: str | None = None,
+    whiten: bool = False,
+    carried: np.ndarray | None = None,
 ) -> BoundSampler:
     """The :class:`BoundSampler` of a Gibbs sweep over ``layout``'s blocks (module doc),
-    preceded by a joint move of every block (:mod:`gradmc.mode_shift`): in every sweep when
+    preceded by joint moves of every block (:mod:`gradmc.mode_shift`): in every sweep when
     ``joint`` is its name, after the warm-up sweeps that judged it worth its cost when it is
-    :data:`JUDGED`, never when it is None.
+    :data:`JUDGED`, never when it is None. The moves carry the continuous entries ``carried``
+    (default: all) and hold the others.
     """
     site_terms = _site_terms(target)
     continuous = np.concatenate([block.index for block in layout if not block.space.is_discrete] or [[]]).astype(int)
+    carried = continuous if carried is None else carried
     discrete = [(block.index, block.space) for block in layout if block.space.is_discrete]
+    max_moves = mode_shift.most_moves(discrete)
     discrete_index = np.concatenate([index for index, _ in discrete] or [[]]).astype(int)
     # the joint move's frame of the continuous block holds until a discrete block has moved
     first_discrete = next((i for i, block in enumerate(layout) if block.space.is_discrete), len(layout))
-    share_frame = whiten and joint is not None and any(not b.space.is_discrete for b in layout[:first_discrete])
+    share_frame = (
+        whiten
+        and joint is not None
+        and carried.size == continuous.size
+        and any(not b.space.is_discrete for b in layout[:first_discrete])
+    )
 
     def bound(block: Block, position, frame=None) -> BoundSampler:
         def conditional(x):
@@ -547,13 +589,13 @@ def _build(
             x = x.at[block.index].set(jnp.ravel(read(state)))
         return x
 
-    def sweep(key, states, move, joint_on=False):
+    def sweep(key, states, move, joint_on=False, num_moves=1):
         x = position(states)
         extra_evals, extra, frame = 0, {}, None
         if joint_on is not False:  # True: every sweep; a traced flag: from when warm-up switched it on
-            x, accepted, frame = joint_move(jax.random.fold_in(key, 2 * len(layout)), x, joint_on)
-            extra_evals = jnp.where(joint_on, mode_shift.grad_evals(continuous.size), 0)
-            extra = {f"{JOINT}.acceptance_rate": accepted * 1.0}
+            x, accepted, frame = joint_move(jax.random.fold_in(key, 2 * len(layout)), x, joint_on, num_moves)
+            extra_evals = jnp.where(joint_on, mode_shift.grad_evals(carried.size, num_moves), 0)
+            extra = {f"{JOINT}.acceptance_rate": accepted / num_moves}
         new_states, stats, after_joint = [], [], x
         for i, (block, state) in enumerate(zip(layout, states, strict=True)):
             b = bound(block, x, frame if i < first_discrete else None)
@@ -569,22 +611,25 @@ def _build(
             extra_evals = extra_evals + jnp.where(joint_on & share_frame, 0, whitening.grad_evals(continuous.size))
         combined = _combined_stats(stats, [b.label for b in layout], refreshes + extra_evals)
         changed = jnp.sum(after_joint[discrete_index] != x[discrete_index])  # by the blocks' own moves
-        return tuple(new_states), combined._replace(extra={**combined.extra, **extra}), changed
+        own_evals = sum(s.num_grad_evals for s in stats) + refreshes
+        return tuple(new_states), combined._replace(extra={**combined.extra, **extra}), changed, own_evals
 
-    def joint_move(key, x, on):
-        """The mode shift where ``on``, and the continuous block's frame at the discrete values
-        it leaves (:mod:`gradmc.whitening`; computed where the move is off, too), or None
-        where no whitened block moves before the discrete blocks.
+    def joint_move(key, x, on, num_moves):
+        """``num_moves`` mode-shift moves where ``on``, and the continuous block's frame at the
+        discrete values they leave (:mod:`gradmc.whitening`; computed where the moves are off,
+        too), or None where no whitened block moves before the discrete blocks.
         """
 
         def shift(x):
-            moved, accepted, frame = mode_shift.mode_shift_move(key, x, target.logdensity_fn, continuous, discrete)
+            moved, accepted, frame = mode_shift.mode_shift_moves(
+                key, x, target.logdensity_fn, carried, discrete, num_moves
+            )
             return moved, accepted, frame if share_frame else None
 
         def stay(x):
             return (
                 x,
-                jnp.bool_(False),
+                jnp.int32(0),
                 mode_shift.conditional_mode(target.logdensity_fn, x, continuous) if share_frame else None,
             )
 
@@ -598,23 +643,33 @@ def _build(
             for i, block in enumerate(layout)
         )
         return (
-            JointWarmup(states, Shared((jnp.float32(0), jnp.float32(0), jnp.bool_(False))))
+            JointWarmup(
+                states, Shared((jnp.float32(0), jnp.float32(0), jnp.float32(0), jnp.bool_(False), jnp.int32(1)))
+            )
             if joint == JUDGED
             else states
         )
 
-    def blockwise(key, states, t, joint_on):
+    def blockwise(key, states, t, joint_on, num_moves=1):
         # a block of s steps per sweep takes warm-up steps s t, ..., s t + s - 1 of its s W
-        return sweep(key, states, lambda b, k, state, i, j: b.warmup_step(k, state, t * layout[i].steps + j), joint_on)
+        return sweep(
+            key,
+            states,
+            lambda b, k, state, i, j: b.warmup_step(k, state, t * layout[i].steps + j),
+            joint_on,
+            num_moves,
+        )
 
     def warmup_step(key, states, t):
         if joint != JUDGED:
             return blockwise(key, states, t, joint == mode_shift.NAME)[:2]
         judge_from, judge_to = num_warmup // 2, 3 * num_warmup // 4
         trial = (t >= judge_from) & (t < judge_to)
-        new, stats, changed = blockwise(key, states.blocks, t, states.judged.value[2] | trial)
+        kept, moves = states.judged.value[3:]  # judged worth it: its moves per sweep; on trial: one
+        new, stats, changed, evals = blockwise(key, states.blocks, t, kept | trial, jnp.where(kept, moves, 1))
         accepted = stats.extra[f"{JOINT}.acceptance_rate"]
-        judged = judge_joint(states.judged, changed, accepted, t, judge_from, judge_to)
+        move_evals = mode_shift.grad_evals(carried.size, 2) - mode_shift.grad_evals(carried.size, 1)
+        judged = judge_joint(states.judged, changed, accepted, evals, t, judge_from, judge_to, move_evals, max_moves)
         return JointWarmup(new, judged), stats
 
     def finalize(states):
@@ -623,12 +678,16 @@ def _build(
         done = [bound(block, x).finalize(state) for block, state in zip(layout, blocks_states, strict=True)]
         params = {block.label: params for block, (_, params) in zip(layout, done, strict=True)}
         if joint == JUDGED:
-            params[JOINT] = Shared(states.judged.value[2])
+            params[JOINT], params[JOINT_MOVES] = Shared(states.judged.value[3]), Shared(states.judged.value[4])
         return tuple(state for state, _ in done), params
 
     def step(key, states, params):
-        joint_on = params[JOINT].value if joint == JUDGED else joint == mode_shift.NAME
-        return sweep(key, states, lambda b, k, state, i, j: b.step(k, state, params[layout[i].label]), joint_on)[:2]
+        joint_on, moves = (
+            (params[JOINT].value, params[JOINT_MOVES].value) if joint == JUDGED else (joint == mode_shift.NAME, 1)
+        )
+        return sweep(key, states, lambda b, k, state, i, j: b.step(k, state, params[layout[i].label]), joint_on, moves)[
+            :2
+        ]
 
     def read_position(states):
         return position(states.blocks if isinstance(states, JointWarmup) else states)
@@ -740,8 +799,17 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     elif joint == JUDGED:
         options[JOINT] = {"sampler": mode_shift.NAME, "when": JUDGED}
     joint = None if joint == NO_JOINT else joint
+    carried = None
+    if joint is not None:
+        held = _held_parts(target, [name for block in real for name in block.parts])
+        if held:
+            options[JOINT]["holds"] = "+".join(held)
+            continuous = [name for block in real for name in block.parts if name not in held]
+            carried = np.concatenate(
+                [np.arange(target.space.slices[n].start, target.space.slices[n].stop) for n in continuous]
+            )
 
     def build(target: Target, num_warmup: int, **_):
-        return _build(target, num_warmup, layout, joint, whiten)
+        return _build(target, num_warmup, layout, joint, whiten, carried)
 
     return Sampler(name, options, build)

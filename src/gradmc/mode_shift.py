@@ -25,8 +25,23 @@ a mixture's assignment between components of equal spread. It is the move of a
 reversible-jump sampler between models of equal dimension, with the map taken from the
 conditionals' modes and curvatures.
 
-A move costs two log-density evaluations and ``2 NEWTON_STEPS`` gradients and Hessians of
-the continuous conditional (``d_x`` Hessian-vector products each), counted in
+The continuous entries the move carries need not be all of them: entries it holds where they
+are (``x_H``) only enter ``c`` and ``R`` as fixed arguments, ``c(d, x_H)`` and ``R(d, x_H)``,
+and the argument above goes through for the carried entries given ``x_H``. The move carries
+the entries in which the log density is Gaussian given the rest (:func:`gaussian_parts`: a
+regression's coefficients, holding its noise scale), where there are such entries and others
+that are not: given the held entries, the carried ones' conditionals are Gaussian and the move
+is accepted with the ratio of the discrete values' probabilities given the held entries. The
+joint conditional of coefficients and a scale need not have a mode (a response the
+coefficients fit exactly), where a move of both would be refused every time.
+
+Several moves may follow each other in a sweep, each from where the last left (each leaves
+p invariant, so their composition does): ``"auto"`` sets how many in warm-up, so that a sweep
+spends about as much on them as on the blocks' own moves, at most one per discrete site and
+:data:`MOVES` (:func:`gradmc.composed.judge_joint`). A move costs two log-density evaluations and
+``NEWTON_STEPS`` gradients and Hessians of the carried conditional (one Hessian-vector product
+per carried entry each) for the mode at its proposal; the mode at the current discrete values
+is carried from one move to the next, computed once a sweep. All are counted in
 ``num_grad_evals``: worth it where blocks stick, wasted where they do not.
 """
 
@@ -41,13 +56,30 @@ import numpy as np
 from gradmc.discrete.fallback import shifted_site
 from gradmc.spaces import DiscreteSpace
 
-__all__ = ["NAME", "NEWTON_STEPS", "conditional_mode", "mode_shift_move", "grad_evals"]
+__all__ = [
+    "NAME",
+    "NEWTON_STEPS",
+    "MOVES",
+    "conditional_mode",
+    "gaussian_parts",
+    "mode_shift_move",
+    "mode_shift_moves",
+    "most_moves",
+    "grad_evals",
+]
 
 #: The joint move's name, as a value of the sampler choice's ``"joint"`` key.
 NAME = "mode-shift"
 
 #: Newton steps from the fixed start to a conditional mode (one is exact for a Gaussian conditional).
 NEWTON_STEPS = 5
+
+#: Moves per sweep at most: one per discrete site up to this many (:func:`most_moves`).
+MOVES = 10
+
+#: A second difference of the gradient below this share of its first difference is rounding,
+#: not a departure from a Gaussian (:func:`gaussian_parts`).
+GAUSSIAN_TOLERANCE = 1e-4
 
 
 def conditional_mode(logdensity_fn: Callable, position: jax.Array, continuous: np.ndarray):
@@ -79,18 +111,71 @@ def conditional_mode(logdensity_fn: Callable, position: jax.Array, continuous: n
     return mode, jnp.linalg.cholesky(-hessian)
 
 
+def gaussian_parts(
+    logdensity_fn: Callable, position: jax.Array, parts: Sequence[np.ndarray], key: jax.Array
+) -> list[int]:
+    """Which of the continuous ``parts`` (each an array of flat indices) the log density is
+    Gaussian in, given the others: the largest set S of parts on which its gradient is affine.
+    For each pair of parts P ≤ Q the probe takes a random direction u on their entries and the
+    gradient's second difference ∇f(x + 2u) − 2∇f(x + u) + ∇f(x) at ``position``: rows of a
+    part R where it is not zero say that a third derivative couples P, Q and R. Parts are
+    dropped one at a time, the one in the most such triples within S first. Returns the kept
+    parts' positions in ``parts``.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        The joint log density of a flat position.
+    position : jax.Array
+        The flat position to probe at.
+    parts : sequence of ndarray
+        The continuous parts, each its entries' flat indices.
+    key : jax.Array
+        Key of the random directions.
+    """
+    n = len(parts)
+    pairs = [(p, q) for p in range(n) for q in range(p, n)]
+    masks = np.zeros((len(pairs), position.size), bool)
+    for i, (p, q) in enumerate(pairs):
+        masks[i, parts[p]] = masks[i, parts[q]] = True
+    directions = jax.random.normal(key, masks.shape, position.dtype) * masks
+
+    def differences():
+        grad_fn = jax.vmap(jax.grad(logdensity_fn))
+        base = grad_fn(position[None])[0]
+        once, twice = grad_fn(position + directions), grad_fn(position + 2 * directions)
+        return once - base, twice - 2 * once + base
+
+    first, second = jax.device_get(jax.jit(differences)())
+    third = np.zeros((n, n, n), bool)
+    for i, (p, q) in enumerate(pairs):
+        for r, part in enumerate(parts):
+            # NaN counts as a change
+            third[p, q, r] = third[q, p, r] = ~(
+                np.linalg.norm(second[i, part]) <= GAUSSIAN_TOLERANCE * np.linalg.norm(first[i, part])
+            )
+    kept = list(range(n))
+    while kept:
+        within = third[np.ix_(kept, kept, kept)]
+        if not within.any():
+            break
+        kept.pop(int(np.argmax(within.sum(axis=(1, 2)) + within.sum(axis=(0, 2)) + within.sum(axis=(0, 1)))))
+    return kept
+
+
 def mode_shift_move(
     key: jax.Array,
     position: jax.Array,
     logdensity_fn: Callable,
     continuous: np.ndarray,
     discrete: Sequence[tuple[np.ndarray, DiscreteSpace]],
+    frame=None,
 ):
     """One mode-shift move (module doc) of a flat position.
 
     Returns ``(position, accepted, (c, R))``, the last the conditional's mode and factor at the
     returned position's discrete values (what :mod:`gradmc.whitening` moves the continuous
-    block in); the move costs :func:`grad_evals` evaluations.
+    block in).
 
     Parameters
     ----------
@@ -104,6 +189,8 @@ def mode_shift_move(
         Where the continuous entries sit.
     discrete : sequence of (ndarray, DiscreteSpace)
         Each discrete block: where its entries sit, and its space.
+    frame : tuple, optional
+        ``(c, R)`` at ``position``'s discrete values, where known (the last move's).
     """
     # the block, the site, the shift of its value and the test from one draw of four 32-bit
     # words: each random call compiles to its own rounds of the hash, so one call keeps the
@@ -123,7 +210,7 @@ def mode_shift_move(
 
     branches = [proposal_in(index, space) for index, space in discrete]
     moved = jax.lax.switch((words[0] % len(branches)).astype(jnp.int32), branches, None)
-    mode, factor = conditional_mode(logdensity_fn, position, continuous)
+    mode, factor = conditional_mode(logdensity_fn, position, continuous) if frame is None else frame
     new_mode, new_factor = conditional_mode(logdensity_fn, moved, continuous)
     standardised = factor.T @ (position[continuous] - mode)  # N(0, I) where the conditional is Gaussian
     shifted = new_mode + jax.scipy.linalg.solve_triangular(new_factor.T, standardised, lower=False)
@@ -136,14 +223,66 @@ def mode_shift_move(
     return jnp.where(accepted, proposed, position), accepted, frame
 
 
-def grad_evals(num_continuous: int) -> int:
-    """Log-density and gradient evaluations of one move with ``num_continuous`` continuous
-    entries: two log densities, and per Newton step of each of the two modes a gradient and a
-    Hessian (one Hessian-vector product per entry).
+def mode_shift_moves(
+    key: jax.Array,
+    position: jax.Array,
+    logdensity_fn: Callable,
+    continuous: np.ndarray,
+    discrete: Sequence[tuple[np.ndarray, DiscreteSpace]],
+    num_moves: int = MOVES,
+):
+    """``num_moves`` mode-shift moves in a row (module doc), the conditional's frame carried from
+    each to the next. Returns ``(position, accepted moves, (c, R))`` as :func:`mode_shift_move`.
+
+    Parameters
+    ----------
+    key : jax.Array
+        Key of the moves.
+    position : jax.Array
+        The current flat position.
+    logdensity_fn : callable
+        The joint log density of a flat position.
+    continuous : ndarray
+        Where the carried continuous entries sit.
+    discrete : sequence of (ndarray, DiscreteSpace)
+        Each discrete block: where its entries sit, and its space.
+    num_moves : int or jax.Array
+        How many moves (a traced count runs as a loop of that length).
+    """
+
+    def one(i, carry):
+        position, accepted, frame = carry
+        position, moved, frame = mode_shift_move(
+            jax.random.fold_in(key, i), position, logdensity_fn, continuous, discrete, frame
+        )
+        return position, accepted + moved, frame
+
+    frame = conditional_mode(logdensity_fn, position, continuous)
+    return jax.lax.fori_loop(0, num_moves, one, (position, jnp.int32(0), frame))
+
+
+def most_moves(discrete: Sequence[tuple[np.ndarray, DiscreteSpace]]) -> int:
+    """The most moves per sweep: one per discrete site (a move changes one site), at most :data:`MOVES`.
+
+    Parameters
+    ----------
+    discrete : sequence of (ndarray, DiscreteSpace)
+        Each discrete block: where its entries sit, and its space.
+    """
+    return min(sum(space.d for _, space in discrete), MOVES)
+
+
+def grad_evals(num_continuous: int, num_moves=MOVES):
+    """Log-density and gradient evaluations of :func:`mode_shift_moves` carrying
+    ``num_continuous`` entries: two log densities a move, and per Newton step of each mode (one
+    a move, and the first move's current one) a gradient and a Hessian (one Hessian-vector
+    product per entry).
 
     Parameters
     ----------
     num_continuous : int
-        The continuous block's size.
+        The carried entries.
+    num_moves : int or jax.Array
+        Moves per sweep.
     """
-    return 2 + 2 * NEWTON_STEPS * (1 + num_continuous)
+    return 2 * num_moves + (num_moves + 1) * NEWTON_STEPS * (1 + num_continuous)
