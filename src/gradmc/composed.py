@@ -89,8 +89,9 @@ JUDGED = "judged"
 #: The key of ``trace.params`` holding the mode shift's moves per sweep where ``"auto"`` kept it
 #: (:func:`judge_joint`); asked for in every sweep, it makes one.
 JOINT_MOVES = "joint_moves"
-#: A joint move costs about a sweep; kept where it moves the discrete block at least this share
-#: as often as the sweep does. Measured (one run each, 4 × (500 + 1,000)): the logistic
+#: A joint move costs about a sweep; kept where its accepted share of moves is at least this
+#: share of the discrete entries a sweep changes. Measured (one run each, 4 × (500 + 1,000),
+#: one move a sweep): the logistic
 #: selection 0.17 (kept: its min ESS per second of sampling is 1.6x what it is without),
 #: MixedHMC's mixture unbounded (its blocks do not move alone), the spike and slab 0.056, the
 #: change point 0.058, the three-component mixture 0.009 and the HMM 0.002 (each 0.4-0.65x
