@@ -90,6 +90,8 @@ def test_auto_is_exact_on_the_joint(target):
     trace = gradmc.sample(target, "auto", **RUN)
     assert trace.sampler == "g=ncg, mu=nuts, z=ncg"
     assert set(trace.params) == {"g", "joint", "joint_moves", "mu", "z"} and "inverse_mass_matrix" in trace.params["mu"]
+    if not np.any(trace.params["joint"]):  # judged not worth it: no moves, and none counted
+        assert np.all(trace.params["joint_moves"] == 0) and np.all(trace.stats["joint.acceptance_rate"] == 0)
     check(trace)
     posterior = trace.posterior()
     assert posterior["g"].dtype.kind == "i" and posterior["z"].shape == (4, 2500, 1)
@@ -199,9 +201,10 @@ def test_one_sweep_of_single_site_gibbs_and_one_draw_of_a_whole_block(target):
     assert {b.label: b.steps for b in gradmc.composed.blocks(target.space, {"z": "ffbs"})}["z"] == 1
 
 
-def test_auto_reads_whether_the_log_density_is_quadratic_in_a_block():
-    """Linear in the switches (NCG's proposal is their exact conditionals) against a logistic
-    likelihood of ``X @ (gamma * beta)`` (its Hessian in the switches moves from point to point).
+def test_auto_reads_whether_the_log_density_is_linear_quadratic_or_curved_in_a_block():
+    """Linear in the switches (their exact conditionals read from the gradient), quadratic
+    (a Gaussian likelihood of ``X @ (gamma * beta)``: NCG) and neither (a logistic likelihood of
+    it: its Hessian in the switches moves from point to point).
     """
     rng = np.random.default_rng(0)
     X = jnp.asarray(rng.normal(size=(20, 3)), jnp.float32)
@@ -210,15 +213,23 @@ def test_auto_reads_whether_the_log_density_is_quadratic_in_a_block():
     def linear(x):
         return -0.5 * jnp.sum(x["beta"] ** 2) + jnp.sum(x["gamma"] * x["beta"])
 
+    def quadratic(x):
+        return -0.5 * jnp.sum(x["beta"] ** 2) - 0.5 * jnp.sum((y - X @ (x["gamma"] * x["beta"])) ** 2)
+
     def logistic(x):
         logits = X @ (x["gamma"] * x["beta"])
         return -0.5 * jnp.sum(x["beta"] ** 2) + jnp.sum(y * logits - jnp.logaddexp(0.0, logits))
 
     init = {"beta": jnp.ones(3), "gamma": jnp.ones(3)}
-    for fn, curved, chosen in ((linear, set(), "ncg"), (logistic, {"gamma"}, "gibbs")):
+    for fn, curved, linear_ones, chosen in (
+        (linear, set(), {"gamma"}, "linear-gibbs"),
+        (quadratic, set(), set(), "ncg"),
+        (logistic, {"gamma"}, set(), "gibbs"),
+    ):
         t = gradmc.from_function(fn, init=init, space={"gamma": Binary(3)})
         assert gradmc.composed.curved_parts(t) == curved
-        assert gradmc.composed.composed_sampler(t).name == f"beta=nuts, gamma={chosen}"
+        assert gradmc.composed.linear_parts(t) == linear_ones
+        assert gradmc.composed.composed_sampler(t).name.endswith(f", gamma={chosen}")
 
 
 # -- the "Mixed models" page: every Python example runs, with no run warning ----------------------
@@ -242,7 +253,7 @@ def test_mixed_models_page_examples_run_clean():
     assert np.bincount(namespace["trace"].posterior()["s"].ravel()).argmax() == 25
     assert namespace["count_trace"].sampler == "rate=nuts, size=ordinal-ncg"
     assert abs(namespace["count_trace"].posterior()["size"].mean() - 21.08) < 1.0
-    assert namespace["mixture_trace"].sampler == "x=nuts, z=ncg"
+    assert namespace["mixture_trace"].sampler == "x=nuts, z=linear-gibbs"
     assert np.all(namespace["mixture_trace"].params["joint"])  # "auto" kept the mode shift
     assignments = namespace["mixture_trace"].posterior()["z"].ravel()
     assert np.allclose(np.bincount(assignments, minlength=3) / assignments.size, namespace["weights"], atol=0.05)

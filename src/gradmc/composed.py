@@ -70,9 +70,11 @@ FLAT_CHOICE = "gibbs"  # "auto" on a discrete block without a gradient (flat_par
 BLOCK_OPTIONS = {FLAT_CHOICE: {"scan": "systematic"}}
 PLATE_CHOICE = "plate-gibbs"  # "auto" where the target gives the block's site terms (a plate of independent sites)
 CHAIN_CHOICE = "ffbs"  # "auto" on categorical sites coupled in a chain (chain_parts): an HMM's states
+LINEAR_CHOICE = "linear-gibbs"  # "auto" on sites the log density is linear in (linear_parts)
 #: Samplers whose one step draws the whole block from its conditional (exactly, or in the
-#: chain's case exactly when the log density is quadratic in it): one step per sweep.
-WHOLE_BLOCK_DRAWS = frozenset({PLATE_CHOICE, CHAIN_CHOICE})
+#: chain's case exactly when the log density is quadratic in it, and from the gradient exactly
+#: when it is linear in it): one step per sweep.
+WHOLE_BLOCK_DRAWS = frozenset({PLATE_CHOICE, CHAIN_CHOICE, LINEAR_CHOICE})
 
 #: The values of the choice's ``"joint"`` key: the mode shift in every sweep, in the sweeps after
 #: warm-up found it worth its cost (``"auto"``, the default), or never.
@@ -289,13 +291,12 @@ def flat_parts(target: Target) -> set[str]:
 CURVATURE_TOLERANCE = 1e-3
 
 
-def curved_parts(target: Target) -> set[str]:
-    """The binary, spin and categorical parts of ``target``'s Product space in which its log
-    density is not quadratic: a Hessian-vector product along a random direction of the part changes between
-    the start and the point where every site of the part takes its next value (a logistic
-    likelihood of ``X @ (gamma * beta)``, say). A first-order proposal there misjudges the
-    changes of the log density in a way no step size mends, and single-site Gibbs, which
-    evaluates them, is the safer choice.
+def hessian_products(target: Target) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Each binary, spin and categorical part of ``target``'s Product space: its entries of a
+    Hessian-vector product along a random direction of the part, at the start and at the
+    point where every site of the part takes its next value, and of the gradient at the start
+    (one compiled program for every part). Ordinal parts are left to ordinal-NCG, whose window
+    keeps its moves local where a first-order view holds.
 
     Parameters
     ----------
@@ -304,12 +305,10 @@ def curved_parts(target: Target) -> set[str]:
     """
     space = target.space
     names = [name for name in space.discrete_parts if not isinstance(space.parts[name], Ordinal)]
-    # ordinal-NCG's window keeps its moves local, where a first-order view holds: ordinal parts are not probed
     grad_fn = jax.grad(target.logdensity_fn)
 
     @jax.jit
     def probe(start):
-        """Each part's Hessian-vector products at the start and with the part's sites moved on."""
         products = {}
         for name in names:
             part, where = space.parts[name], space.slices[name]
@@ -317,13 +316,57 @@ def curved_parts(target: Target) -> set[str]:
             other = jnp.ravel(part.from_index((index + 1) % part.num_values)).astype(start.dtype)
             direction = jnp.zeros_like(start).at[where].set(jax.random.normal(jax.random.key(2), other.shape))
             along = [jax.jvp(grad_fn, (x,), (direction,))[1][where] for x in (start, start.at[where].set(other))]
-            products[name] = tuple(along)
+            products[name] = (*along, grad_fn(start)[where])
         return products
 
+    return jax.device_get(probe(target.draw_initial(jax.random.key(0))))
+
+
+def curved_parts(target: Target, products: Mapping | None = None) -> set[str]:
+    """The binary, spin and categorical parts of ``target``'s Product space in which its log
+    density is not quadratic: a Hessian-vector product along a random direction of the part
+    changes between the start and the point where every site of the part takes its next value
+    (:func:`hessian_products`; a logistic likelihood of ``X @ (gamma * beta)``, say). A
+    first-order proposal there misjudges the changes of the log density in a way no step size
+    mends, and single-site Gibbs, which evaluates them, is the safer choice.
+
+    Parameters
+    ----------
+    target : Target
+        A target on a :class:`~gradmc.spaces.Product` space.
+    products : dict, optional
+        :func:`hessian_products` of ``target``, where already taken.
+    """
     found = set()
-    for name, (here, there) in jax.device_get(probe(target.draw_initial(jax.random.key(0)))).items():
+    for name, (here, there, _) in (hessian_products(target) if products is None else products).items():
         size = max(np.linalg.norm(here), np.linalg.norm(there))
         if size > 0 and np.linalg.norm(here - there) > CURVATURE_TOLERANCE * size:
+            found.add(name)
+    return found
+
+
+#: A part's Hessian-vector products below this share of its gradient tell a log density that is
+#: linear in the part.
+LINEAR_TOLERANCE = 1e-6
+
+
+def linear_parts(target: Target, products: Mapping | None = None) -> set[str]:
+    """The binary, spin and categorical parts of ``target``'s Product space in which its log
+    density is linear, with a gradient: the Hessian-vector products of :func:`hessian_products`
+    vanish at both points (a mixture's one-hot assignments). Their sites are independent given
+    the rest, with conditionals read from the gradient (:mod:`gradmc.discrete.linear_gibbs`).
+
+    Parameters
+    ----------
+    target : Target
+        A target on a :class:`~gradmc.spaces.Product` space.
+    products : dict, optional
+        :func:`hessian_products` of ``target``, where already taken.
+    """
+    found = set()
+    for name, (here, there, gradient) in (hessian_products(target) if products is None else products).items():
+        size = max(np.linalg.norm(here), np.linalg.norm(there))
+        if np.linalg.norm(gradient) > 0 and size <= LINEAR_TOLERANCE * np.linalg.norm(gradient):
             found.add(name)
     return found
 
@@ -407,6 +450,7 @@ def blocks(
     plates: frozenset[str] = frozenset(),
     chains: Callable[[], set[str]] | None = None,
     curved: Callable[[], set[str]] | None = None,
+    linear: Callable[[], set[str]] | None = None,
 ) -> list[Block]:
     """The blocks of ``space`` and their samplers.
 
@@ -421,7 +465,9 @@ def blocks(
     (:func:`flat_parts`), unless its sites are coupled in a chain, which ``chains()`` names
     (:func:`chain_parts`): then ``"ffbs"``, as for categorical sites coupled in a chain;
     ``"gibbs"`` again for a part in which the log density is not quadratic, which ``curved()``
-    names (:func:`curved_parts`); otherwise :func:`auto_sampler`'s.
+    names (:func:`curved_parts`); ``"linear-gibbs"``, all sites drawn at once from their
+    conditionals read from the gradient, for a part in which it is linear, which ``linear()``
+    names (:func:`linear_parts`); otherwise :func:`auto_sampler`'s.
 
     Parameters
     ----------
@@ -473,6 +519,8 @@ def blocks(
                 value = CHAIN_CHOICE
             elif curved is not None and set(parts) <= curved():
                 value = FLAT_CHOICE
+            elif linear is not None and set(parts) <= linear():
+                value = LINEAR_CHOICE
         result.append(Block(label, parts, joint, index, *_as_block_sampler(value, joint, label)))
     return result
 
@@ -596,7 +644,7 @@ def _build(
         if joint_on is not False:  # True: every sweep; a traced flag: from when warm-up switched it on
             x, accepted, frame = joint_move(jax.random.fold_in(key, 2 * len(layout)), x, joint_on, num_moves)
             extra_evals = jnp.where(joint_on, mode_shift.grad_evals(carried.size, num_moves), 0)
-            extra = {f"{JOINT}.acceptance_rate": accepted / num_moves}
+            extra = {f"{JOINT}.acceptance_rate": accepted / jnp.maximum(num_moves, 1)}  # none where it is off
         new_states, stats, after_joint = [], [], x
         for i, (block, state) in enumerate(zip(layout, states, strict=True)):
             b = bound(block, x, frame if i < first_discrete else None)
@@ -755,6 +803,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     # The structural probes compare products of the log density with tolerances near float32's
     # rounding: on a GPU, float32 matrix products default to TF32's 10-bit mantissa, which would
     # read as couplings that are not there.
+    products = functools.cache(lambda: hessian_products(target))
     with jax.default_matmul_precision("highest"):
         layout = blocks(
             target.space,
@@ -762,7 +811,8 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
             functools.cache(lambda: flat_parts(target)),
             frozenset(_site_terms(target)),
             functools.cache(lambda: chain_parts(target)),
-            functools.cache(lambda: curved_parts(target)),
+            functools.cache(lambda: curved_parts(target, products())),
+            functools.cache(lambda: linear_parts(target, products())),
         )
     both_kinds = len({block.space.is_discrete for block in layout}) == 2
     if joint == mode_shift.NAME and not both_kinds:

@@ -153,6 +153,7 @@ SAMPLERS = {
     "o-pdhams-learned-w": ("o-pdhams", {}, 400),
     "v-dhams": ("v-dhams", {}, 400),
     "o-dhams": ("o-dhams", {}, 400),
+    "linear-gibbs": ("linear-gibbs", {}, 0),
     "gibbs-random": ("gibbs", {"scan": "random"}, 0),
     "gibbs-systematic": ("gibbs", {"scan": "systematic"}, 0),
 }
@@ -175,6 +176,7 @@ DEFAULT = {
     ("mh-uniform-adapted", "binary"),
     ("gibbs-random", "binary"),
     ("gibbs-systematic", "ordinal"),
+    ("linear-gibbs", "categorical"),
 }
 GRID = [
     pytest.param(s, sp, marks=() if (s, sp) in DEFAULT else pytest.mark.slow, id=f"{s}-{sp}")
@@ -289,6 +291,20 @@ def test_block_gibbs_exact_on_quadratic(space_name):
     assert stats.is_accepted.all() and (stats.acceptance_rate == 1).all() and not stats.nonfinite.any()
     tv, bound = tv_and_bound(target.space, out["index"], exact_probs(target))
     assert tv < bound, f"block Gibbs on {space_name}: TV {tv:.4f} >= bound {bound:.4f}"
+
+
+@pytest.mark.parametrize("space_name", [_slow_unless_default(n) for n in SPACES])
+def test_linear_gibbs_draws_the_exact_law_at_once_where_the_log_density_is_linear(space_name):
+    """On f(s) = aᵀs every site is drawn from its exact conditional: acceptance 1, and the
+    sites change far more often than a local move changes them."""
+    space = SPACES[space_name]
+    weights = jnp.asarray(np.random.default_rng(5).normal(size=space.event_shape), jnp.float32)
+    target = Target("linear", lambda s: jnp.sum(weights * s), space)
+    sampler = recipe("linear-gibbs").bind(target, 0)
+    out = run_chains(sampler, target, num_chains=NUM_CHAINS, num_draws=2000, seed=11)
+    assert (np.asarray(out["stats"].acceptance_rate) > 1 - 1e-5).all()
+    tv, bound = tv_and_bound(target.space, out["index"], exact_probs(target))
+    assert tv < bound, f"linear-gibbs on {space_name}: TV {tv:.4f} >= bound {bound:.4f}"
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The registered gradient samplers of Rhodes & Gutmann (2022) — NCG, ordinal NCG, AVG, PAVG
-and exact block Gibbs — and what every discrete builder shares: the registration of a
-discrete sampler, the acceptance rate its warm-up aims at, and the warm-up rule by name.
+and exact block Gibbs —, block Gibbs read from the gradient and FFBS, and what every discrete
+builder shares: the registration of a discrete sampler, the acceptance rate its warm-up aims
+at, and the warm-up rule by name.
 
 Each builder ``build(target, num_warmup, **options) -> BoundSampler`` checks its options,
 builds the pure kernel of its module and wraps it in a :class:`~gradmc.base.BoundSampler`
@@ -26,7 +27,7 @@ from gradmc.adapt.warmup import bind, step_size_sampler
 from gradmc.base import RunWarning, Target
 from gradmc.checks import check_positive_param, check_symmetric
 from gradmc.curvature.pavg_model import make_preconditioner
-from gradmc.discrete import avg, block_gibbs, ffbs, ncg, ordinal_ncg, pavg
+from gradmc.discrete import avg, block_gibbs, ffbs, linear_gibbs, ncg, ordinal_ncg, pavg
 from gradmc.discrete.fallback import with_fallback
 from gradmc.discrete.proposals import check_space, stats
 from gradmc.registry import TARGET_ACCEPT_OPTION, WARMUP_RULE_OPTION, Tuned, register_sampler
@@ -145,6 +146,28 @@ def first_order_sampler(
 def build_ncg(target: Target, num_warmup: int, step_size=0.5, adapt="dual_averaging", target_accept=TARGET_ACCEPT):
     """NCG (:mod:`gradmc.discrete.ncg`), its step size ε adapted in warm-up."""
     return first_order_sampler("ncg", ncg, target, num_warmup, step_size, adapt, target_accept)
+
+
+@register_discrete(
+    "linear-gibbs",
+    "every site drawn at once from the log density's first-order expansion, with an MH test: an exact block Gibbs "
+    "draw where the log density is linear in the sites (a mixture's assignments)",
+    kernel=linear_gibbs,
+    options={},
+)
+def build_linear_gibbs(target: Target, num_warmup: int):
+    """Block Gibbs read from the gradient (:mod:`gradmc.discrete.linear_gibbs`); nothing is
+    tuned. A step costs the proposal's log density and gradient.
+    """
+    space = check_space(target, "linear-gibbs")
+    kernel = linear_gibbs.build_kernel()
+    return bind(
+        "linear-gibbs",
+        lambda key, position: linear_gibbs.init(position, target.logdensity_fn),
+        lambda key, state: kernel(key, state, target.logdensity_fn, space),
+        {},
+        lambda state, info, params: stats(state, info),
+    )
 
 
 @register_discrete(
