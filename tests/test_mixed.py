@@ -220,16 +220,18 @@ def test_auto_reads_whether_the_log_density_is_linear_quadratic_or_curved_in_a_b
         logits = X @ (x["gamma"] * x["beta"])
         return -0.5 * jnp.sum(x["beta"] ** 2) + jnp.sum(y * logits - jnp.logaddexp(0.0, logits))
 
-    init = {"beta": jnp.ones(3), "gamma": jnp.ones(3)}
-    for fn, curved, linear_ones, chosen in (
-        (linear, set(), {"gamma"}, "linear-gibbs"),
-        (quadratic, set(), set(), "ncg"),
-        (logistic, {"gamma"}, set(), "gibbs"),
-    ):
-        t = gradmc.from_function(fn, init=init, space={"gamma": Binary(3)})
-        assert gradmc.composed.curved_parts(t) == curved
-        assert gradmc.composed.linear_parts(t) == linear_ones
-        assert gradmc.composed.composed_sampler(t).name.endswith(f", gamma={chosen}")
+    # coefficients started at zero: no gradient in the switches there, nor curvature; the probe's
+    # second point, with the coefficients moved, tells the three apart all the same
+    for beta in (jnp.ones(3), jnp.zeros(3)):
+        for fn, curved, linear_ones, chosen in (
+            (linear, set(), {"gamma"}, "linear-gibbs"),
+            (quadratic, set(), set(), "ncg"),
+            (logistic, {"gamma"}, set(), "gibbs"),
+        ):
+            t = gradmc.from_function(fn, init={"beta": beta, "gamma": jnp.ones(3)}, space={"gamma": Binary(3)})
+            shapes = gradmc.composed.part_shapes(t)
+            assert (shapes.flat, shapes.curved, shapes.linear) == (set(), curved, linear_ones)
+            assert gradmc.composed.composed_sampler(t).name.endswith(f", gamma={chosen}")
 
 
 # -- the "Mixed models" page: every Python example runs, with no run warning ----------------------

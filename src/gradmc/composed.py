@@ -64,13 +64,13 @@ _AUTO_CHOICE = {
     Ordinal: "ordinal-ncg",
     Count: "ordinal-ncg",
 }
-FLAT_CHOICE = "gibbs"  # "auto" on a discrete block without a gradient (flat_parts)
+FLAT_CHOICE = "gibbs"  # "auto" on a discrete block without a gradient (PartShapes.flat)
 #: A block's sampler named without options takes these: single-site Gibbs sweeps the block's
 #: sites in turn (each once per sweep), where its own default picks a random site each step.
 BLOCK_OPTIONS = {FLAT_CHOICE: {"scan": "systematic"}}
 PLATE_CHOICE = "plate-gibbs"  # "auto" where the target gives the block's site terms (a plate of independent sites)
 CHAIN_CHOICE = "ffbs"  # "auto" on categorical sites coupled in a chain (chain_parts): an HMM's states
-LINEAR_CHOICE = "linear-gibbs"  # "auto" on sites the log density is linear in (linear_parts)
+LINEAR_CHOICE = "linear-gibbs"  # "auto" on sites the log density is linear in (PartShapes.linear)
 #: Samplers whose one step draws the whole block from its conditional (exactly, or in the
 #: chain's case exactly when the log density is quadratic in it, and from the gradient exactly
 #: when it is linear in it): one step per sweep.
@@ -270,10 +270,44 @@ def _as_block_sampler(choice, space: Space, label: str) -> tuple[Sampler, int]:
     return choice, steps
 
 
-def flat_parts(target: Target) -> set[str]:
-    """The discrete parts of ``target``'s Product space in which its log density has no
-    gradient at a start (the model only indexes arrays by them or compares with them, as
-    ``locs[z]`` or ``t < s`` do): a first-order proposal learns nothing there.
+class PartShapes(NamedTuple):
+    """How the log density depends on each discrete part of a Product space (:func:`part_shapes`)."""
+
+    flat: frozenset[str]
+    """Parts without a gradient: the model only indexes arrays by them or compares with them,
+    as ``locs[z]`` or ``t < s`` do, and a first-order proposal learns nothing there."""
+    curved: frozenset[str]
+    """Binary, spin and categorical parts in which the log density is not quadratic."""
+    linear: frozenset[str]
+    """Binary, spin and categorical parts in which it is linear, with a gradient."""
+
+
+#: A part's Hessian-vector products at two points that differ by more than this share of their
+#: size tell a log density that is not quadratic in the part.
+CURVATURE_TOLERANCE = 1e-3
+
+#: A part's Hessian-vector products below this share of its gradient tell a log density that is
+#: linear in the part.
+LINEAR_TOLERANCE = 1e-6
+
+
+def part_shapes(target: Target) -> PartShapes:
+    """Read how ``target``'s log density depends on each discrete part of its Product space,
+    from one compiled probe at two points: the start, and the start with its continuous
+    entries moved by a standard normal draw (coefficients started at zero hide how the log
+    density depends on the switches that multiply them).
+
+    At each point the probe takes the gradient and, for each binary, spin and categorical
+    part, a Hessian-vector product along a random direction of the part, there and where
+    every site of the part takes its next value. A part is *flat* where its gradient is zero
+    at both points; *curved* where the two products differ at either point (a logistic
+    likelihood of ``X @ (gamma * beta)``: a first-order proposal misjudges the changes of the
+    log density in a way no step size mends, and single-site Gibbs, which evaluates them, is
+    the safer choice); *linear* where the products vanish beside the gradient at both (a
+    mixture's one-hot assignments: the sites are independent given the rest, with conditionals
+    read from the gradient, :mod:`gradmc.discrete.linear_gibbs`). A point where the log density
+    is not finite is left out. Ordinal parts are left to ordinal-NCG, whose window keeps its
+    moves local where a first-order view holds.
 
     Parameters
     ----------
@@ -282,93 +316,43 @@ def flat_parts(target: Target) -> set[str]:
     """
     space = target.space
     start = target.draw_initial(jax.random.key(0))
-    gradient = np.asarray(jax.jit(jax.grad(target.logdensity_fn))(start))
-    return {name for name in space.discrete_parts if not np.any(gradient[space.slices[name]])}
-
-
-#: A part's Hessian-vector products at two points that differ by more than this share of their
-#: size tell a log density that is not quadratic in the part.
-CURVATURE_TOLERANCE = 1e-3
-
-
-def hessian_products(target: Target) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Each binary, spin and categorical part of ``target``'s Product space: its entries of a
-    Hessian-vector product along a random direction of the part, at the start and at the
-    point where every site of the part takes its next value, and of the gradient at the start
-    (one compiled program for every part). Ordinal parts are left to ordinal-NCG, whose window
-    keeps its moves local where a first-order view holds.
-
-    Parameters
-    ----------
-    target : Target
-        A target on a :class:`~gradmc.spaces.Product` space.
-    """
-    space = target.space
+    continuous = np.ones(start.shape, bool)
+    for name in space.discrete_parts:
+        continuous[space.slices[name]] = False
+    moved = start + jax.random.normal(jax.random.key(3), start.shape, start.dtype) * continuous
     names = [name for name in space.discrete_parts if not isinstance(space.parts[name], Ordinal)]
     grad_fn = jax.grad(target.logdensity_fn)
 
     @jax.jit
-    def probe(start):
+    @jax.vmap
+    def probe(x):
         products = {}
         for name in names:
             part, where = space.parts[name], space.slices[name]
-            index = part.to_index(jnp.reshape(start[where], part.event_shape))
-            other = jnp.ravel(part.from_index((index + 1) % part.num_values)).astype(start.dtype)
-            direction = jnp.zeros_like(start).at[where].set(jax.random.normal(jax.random.key(2), other.shape))
-            along = [jax.jvp(grad_fn, (x,), (direction,))[1][where] for x in (start, start.at[where].set(other))]
-            products[name] = (*along, grad_fn(start)[where])
-        return products
+            index = part.to_index(jnp.reshape(x[where], part.event_shape))
+            other = jnp.ravel(part.from_index((index + 1) % part.num_values)).astype(x.dtype)
+            direction = jnp.zeros_like(x).at[where].set(jax.random.normal(jax.random.key(2), other.shape))
+            points = (x, x.at[where].set(other))
+            products[name] = jnp.stack([jax.jvp(grad_fn, (y,), (direction,))[1][where] for y in points])
+        return grad_fn(x), products
 
-    return jax.device_get(probe(target.draw_initial(jax.random.key(0))))
-
-
-def curved_parts(target: Target, products: Mapping | None = None) -> set[str]:
-    """The binary, spin and categorical parts of ``target``'s Product space in which its log
-    density is not quadratic: a Hessian-vector product along a random direction of the part
-    changes between the start and the point where every site of the part takes its next value
-    (:func:`hessian_products`; a logistic likelihood of ``X @ (gamma * beta)``, say). A
-    first-order proposal there misjudges the changes of the log density in a way no step size
-    mends, and single-site Gibbs, which evaluates them, is the safer choice.
-
-    Parameters
-    ----------
-    target : Target
-        A target on a :class:`~gradmc.spaces.Product` space.
-    products : dict, optional
-        :func:`hessian_products` of ``target``, where already taken.
-    """
-    found = set()
-    for name, (here, there, _) in (hessian_products(target) if products is None else products).items():
-        size = max(np.linalg.norm(here), np.linalg.norm(there))
-        if size > 0 and np.linalg.norm(here - there) > CURVATURE_TOLERANCE * size:
-            found.add(name)
-    return found
-
-
-#: A part's Hessian-vector products below this share of its gradient tell a log density that is
-#: linear in the part.
-LINEAR_TOLERANCE = 1e-6
-
-
-def linear_parts(target: Target, products: Mapping | None = None) -> set[str]:
-    """The binary, spin and categorical parts of ``target``'s Product space in which its log
-    density is linear, with a gradient: the Hessian-vector products of :func:`hessian_products`
-    vanish at both points (a mixture's one-hot assignments). Their sites are independent given
-    the rest, with conditionals read from the gradient (:mod:`gradmc.discrete.linear_gibbs`).
-
-    Parameters
-    ----------
-    target : Target
-        A target on a :class:`~gradmc.spaces.Product` space.
-    products : dict, optional
-        :func:`hessian_products` of ``target``, where already taken.
-    """
-    found = set()
-    for name, (here, there, gradient) in (hessian_products(target) if products is None else products).items():
-        size = max(np.linalg.norm(here), np.linalg.norm(there))
-        if np.linalg.norm(gradient) > 0 and size <= LINEAR_TOLERANCE * np.linalg.norm(gradient):
-            found.add(name)
-    return found
+    gradients, products = jax.device_get(probe(jnp.stack([start, moved])))
+    usable = [
+        i
+        for i in range(2)
+        if np.isfinite(gradients[i]).all() and all(np.isfinite(p[i]).all() for p in products.values())
+    ]
+    flat = {name for name in space.discrete_parts if usable and not np.any(gradients[usable][:, space.slices[name]])}
+    curved, linear = set(), set()
+    for name, pair in products.items():
+        grads = [np.linalg.norm(gradients[i, space.slices[name]]) for i in usable]
+        sizes = [max(np.linalg.norm(pair[i, 0]), np.linalg.norm(pair[i, 1])) for i in usable]
+        changes = [np.linalg.norm(pair[i, 0] - pair[i, 1]) for i in usable]
+        if any(change > CURVATURE_TOLERANCE * size for change, size in zip(changes, sizes, strict=True)):
+            curved.add(name)
+        elif usable and max(grads) > 0 and all(s <= LINEAR_TOLERANCE * g for s, g in zip(sizes, grads, strict=True)):
+            linear.add(name)
+    return PartShapes(frozenset(flat), frozenset(curved), frozenset(linear))
 
 
 #: A categorical part is a chain when the Hessian's entries beyond neighbouring sites are below
@@ -446,11 +430,9 @@ def _site_terms(target: Target) -> Mapping[str, Callable]:
 def blocks(
     space: Product,
     choice,
-    flat: Callable[[], set[str]] | None = None,
+    shapes: Callable[[], PartShapes] | None = None,
     plates: frozenset[str] = frozenset(),
     chains: Callable[[], set[str]] | None = None,
-    curved: Callable[[], set[str]] | None = None,
-    linear: Callable[[], set[str]] | None = None,
 ) -> list[Block]:
     """The blocks of ``space`` and their samplers.
 
@@ -461,13 +443,12 @@ def blocks(
     ``"auto"``, all real parts together and each discrete part alone. ``"auto"`` on a
     discrete part is ``"plate-gibbs"``, all sites drawn from their exact conditionals at once,
     for a part in ``plates`` (whose site terms the target gives); single-site ``"gibbs"``,
-    whose exact conditionals need no gradient, for a part ``flat()`` names
-    (:func:`flat_parts`), unless its sites are coupled in a chain, which ``chains()`` names
+    whose exact conditionals need no gradient, for a part without a gradient (``shapes()``,
+    :func:`part_shapes`), unless its sites are coupled in a chain, which ``chains()`` names
     (:func:`chain_parts`): then ``"ffbs"``, as for categorical sites coupled in a chain;
-    ``"gibbs"`` again for a part in which the log density is not quadratic, which ``curved()``
-    names (:func:`curved_parts`); ``"linear-gibbs"``, all sites drawn at once from their
-    conditionals read from the gradient, for a part in which it is linear, which ``linear()``
-    names (:func:`linear_parts`); otherwise :func:`auto_sampler`'s.
+    ``"gibbs"`` again for a part in which the log density is not quadratic;
+    ``"linear-gibbs"``, all sites drawn at once from their conditionals read from the
+    gradient, for a part in which it is linear; otherwise :func:`auto_sampler`'s.
 
     Parameters
     ----------
@@ -511,15 +492,15 @@ def blocks(
             single = parts[0] if len(parts) == 1 else None
             if single in plates:
                 value = PLATE_CHOICE
-            elif flat is not None and set(parts) <= flat():  # index-valued sites: a chain read from evaluations
+            elif shapes is not None and set(parts) <= shapes().flat:  # index-valued: a chain read from evaluations
                 value = (
                     CHAIN_CHOICE if single is not None and chains is not None and single in chains() else FLAT_CHOICE
                 )
             elif isinstance(joint, Categorical) and chains is not None and single in chains():
                 value = CHAIN_CHOICE
-            elif curved is not None and set(parts) <= curved():
+            elif shapes is not None and set(parts) <= shapes().curved:
                 value = FLAT_CHOICE
-            elif linear is not None and set(parts) <= linear():
+            elif shapes is not None and set(parts) <= shapes().linear:
                 value = LINEAR_CHOICE
         result.append(Block(label, parts, joint, index, *_as_block_sampler(value, joint, label)))
     return result
@@ -762,7 +743,7 @@ def _build(
 
 def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     """The :class:`~gradmc.base.Sampler` moving the blocks of ``target``'s Product space in
-    turn (:func:`blocks`, with ``"auto"`` reading :func:`flat_parts` when it has a discrete
+    turn (:func:`blocks`, with ``"auto"`` reading :func:`part_shapes` when it has a discrete
     block to fill).
 
     Its name lists each block's sampler (``"beta=nuts, gamma=ncg"``); its options are each
@@ -803,16 +784,13 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     # The structural probes compare products of the log density with tolerances near float32's
     # rounding: on a GPU, float32 matrix products default to TF32's 10-bit mantissa, which would
     # read as couplings that are not there.
-    products = functools.cache(lambda: hessian_products(target))
     with jax.default_matmul_precision("highest"):
         layout = blocks(
             target.space,
             choice,
-            functools.cache(lambda: flat_parts(target)),
+            functools.cache(lambda: part_shapes(target)),
             frozenset(_site_terms(target)),
             functools.cache(lambda: chain_parts(target)),
-            functools.cache(lambda: curved_parts(target, products())),
-            functools.cache(lambda: linear_parts(target, products())),
         )
     both_kinds = len({block.space.is_discrete for block in layout}) == 2
     if joint == mode_shift.NAME and not both_kinds:
