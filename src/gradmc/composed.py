@@ -319,13 +319,15 @@ def part_shapes(target: Target) -> PartShapes:
     continuous = np.ones(start.shape, bool)
     for name in space.discrete_parts:
         continuous[space.slices[name]] = False
-    moved = start + jax.random.normal(jax.random.key(3), start.shape, start.dtype) * continuous
     names = [name for name in space.discrete_parts if not isinstance(space.parts[name], Ordinal)]
     grad_fn = jax.grad(target.logdensity_fn)
 
     @jax.jit
-    @jax.vmap
-    def probe(x):
+    def probe(start):
+        moved = start + jax.random.normal(jax.random.key(3), start.shape, start.dtype) * continuous
+        return jax.vmap(at_point)(jnp.stack([start, moved]))
+
+    def at_point(x):
         products = {}
         for name in names:
             part, where = space.parts[name], space.slices[name]
@@ -336,7 +338,7 @@ def part_shapes(target: Target) -> PartShapes:
             products[name] = jnp.stack([jax.jvp(grad_fn, (y,), (direction,))[1][where] for y in points])
         return grad_fn(x), products
 
-    gradients, products = jax.device_get(probe(jnp.stack([start, moved])))
+    gradients, products = jax.device_get(probe(start))
     usable = [
         i
         for i in range(2)
@@ -496,12 +498,12 @@ def blocks(
                 value = (
                     CHAIN_CHOICE if single is not None and chains is not None and single in chains() else FLAT_CHOICE
                 )
+            elif shapes is not None and set(parts) <= shapes().linear:  # no coupling at all: no chain to read
+                value = LINEAR_CHOICE
             elif isinstance(joint, Categorical) and chains is not None and single in chains():
                 value = CHAIN_CHOICE
             elif shapes is not None and set(parts) <= shapes().curved:
                 value = FLAT_CHOICE
-            elif shapes is not None and set(parts) <= shapes().linear:
-                value = LINEAR_CHOICE
         result.append(Block(label, parts, joint, index, *_as_block_sampler(value, joint, label)))
     return result
 

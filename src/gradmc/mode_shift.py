@@ -138,9 +138,9 @@ def gaussian_parts(
     masks = np.zeros((len(pairs), position.size), bool)
     for i, (p, q) in enumerate(pairs):
         masks[i, parts[p]] = masks[i, parts[q]] = True
-    directions = jax.random.normal(key, masks.shape, position.dtype) * masks
 
     def differences():
+        directions = jax.random.normal(key, masks.shape, position.dtype) * masks
         grad_fn = jax.vmap(jax.grad(logdensity_fn))
         base = grad_fn(position[None])[0]
         once, twice = grad_fn(position + directions), grad_fn(position + 2 * directions)

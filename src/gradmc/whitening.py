@@ -154,14 +154,13 @@ def spread_change(target: Target, index: np.ndarray) -> float:
 
     @jax.jit
     def factors(start):
-        here = spreads(start)
-        out = []
+        moved = []
         for name in space.discrete_parts:
             part, where = space.parts[name], space.slices[name]
             values = jnp.reshape(start[where], part.event_shape)
-            moved = start.at[where].set(jnp.ravel(shifted_site(values, 0, 1, part)))
-            out.append(jnp.max(jnp.abs(jnp.log(spreads(moved) / here))))
-        return jnp.stack(out)
+            moved.append(start.at[where].set(jnp.ravel(shifted_site(values, 0, 1, part))))
+        spread = jax.vmap(spreads)(jnp.stack([start, *moved]))  # one copy of the Newton steps to compile
+        return jnp.max(jnp.abs(jnp.log(spread[1:] / spread[0])), axis=1)
 
     change = np.asarray(factors(target.draw_initial(jax.random.key(0))))
     change = change[np.isfinite(change)]
