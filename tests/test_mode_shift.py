@@ -12,6 +12,7 @@ Blockwise Gibbs sweeps started in one component stay there; with the mode shift 
 must match these marginals, and "auto" must find the mode shift worth keeping.
 """
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -237,7 +238,6 @@ def selection_exact():
 
 
 def test_the_conditional_of_the_coefficients_is_gaussian_and_of_the_scale_is_not():
-    import jax
 
     position = jnp.concatenate([jnp.ones(3), jnp.full(3, 0.5), jnp.zeros(1)])  # s, beta, log_var
 
@@ -260,3 +260,50 @@ def test_auto_carries_the_coefficients_holds_the_scale_and_stays_exact():
     # a coefficient's prior scales with the variance (a funnel): NUTS may diverge now and then
     assert [line for line in trace.warnings if "divergent" not in line] == []
     assert_tv_within_bound(trace.posterior()["s"].astype(float), selection_exact(), p=0.01)
+
+
+# A mixture whose chains start with two components' labels exchanged: four data in two tight
+# groups, each component's mean with a prior at one group (and a third, light component's far
+# from both). Each mean then sits at the other group's data, 8 prior standard deviations from
+# its own prior mean: a local mode that no change of one assignment leaves (it would put a datum
+# in a component far from it), so blockwise sweeps and single-site mode shifts stay; a swap of
+# the two labels leaves it.
+Y_LABELS = np.array([-4.2, -3.8, 4.1, 3.9])
+PRIOR_MEANS, PRIOR_SD, NOISE_SD = np.array([-4.0, 4.0, 12.0]), 1.0, 0.5
+WEIGHTS = np.array([0.4, 0.4, 0.2])
+
+
+def labelled(position):
+    z, locs = position["z"], position["locs"]  # z: one-hot rows
+    log_prior = jnp.sum(z @ jnp.log(jnp.asarray(WEIGHTS, jnp.float32)))
+    log_prior -= 0.5 * jnp.sum((locs - jnp.asarray(PRIOR_MEANS, jnp.float32)) ** 2) / PRIOR_SD**2
+    return log_prior - 0.5 * jnp.sum((jnp.asarray(Y_LABELS, jnp.float32) - z @ locs) ** 2) / NOISE_SD**2
+
+
+def labelled_exact():
+    """p(z | y), the means integrated out: the data of component k are N(mu_k 1, s² I + tau² 1 1^T)."""
+    from itertools import product
+
+    logp = []
+    for z in product(range(3), repeat=len(Y_LABELS)):
+        total = np.sum(np.log(WEIGHTS[list(z)]))
+        for k in range(3):
+            y = Y_LABELS[np.array(z) == k]
+            if y.size:
+                cov = NOISE_SD**2 * np.eye(y.size) + PRIOR_SD**2 * np.ones((y.size, y.size))
+                resid = y - PRIOR_MEANS[k]
+                total += -0.5 * resid @ np.linalg.solve(cov, resid) - 0.5 * np.linalg.slogdet(2 * np.pi * cov)[1]
+        logp.append(total)
+    logp = np.array(logp)
+    probs = np.exp(logp - np.logaddexp.reduce(logp)).reshape((3,) * len(Y_LABELS))  # [z0, z1, z2, z3]
+    return ExactDistribution(np.arange(3.0), len(Y_LABELS), probs.ravel(order="F"), 0.0)  # z0 fastest
+
+
+@pytest.mark.slow  # exactness with the swaps, and their power: from the exchanged labels every chain leaves
+def test_a_swap_of_two_labels_leaves_a_mixture_s_exchanged_components_and_stays_exact():
+    exchanged = {"locs": jnp.array([4.0, -4.0, 12.0]), "z": jax.nn.one_hot(jnp.array([1, 1, 0, 0]), 3)}
+    target = gradmc.from_function(labelled, init=exchanged, space={"z": Categorical(3, 4)}, name="exchanged")
+    trace = gradmc.sample(target, {"z": "gibbs", "joint": "mode-shift"}, **RUN)
+    z = trace.posterior()["z"]
+    assert np.all(z[:, :, 0] != 1) and np.all(z[:, :, 2] != 0)  # every chain left the exchanged labels
+    assert_tv_within_bound(z.astype(float), labelled_exact(), p=0.01)

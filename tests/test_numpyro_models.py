@@ -297,6 +297,9 @@ def test_two_valued_labels_that_index_an_array_enter_as_integers():
 
     target = gradmc.from_numpyro(two_label_mixture, X_PLATE)  # a TypeError from PAIR[z] before
     assert target.space == Product({"mu": Real(1), "z": Binary(3)})
+    # labels drawn from a Categorical, which the mode shift may swap; 0/1 switches (Bernoulli) are not
+    assert target.metadata[gradmc.mode_shift.LABELS] == {"z"}
+    assert gradmc.from_numpyro(switches_and_label).metadata[gradmc.mode_shift.LABELS] == {"z"}
     z = np.array([1, 0, 1])
     expected = norm.logpdf(0.3) + np.sum(np.log(W_PAIR[z])) + np.sum(norm.logpdf(X_PLATE, PAIR[z] + 0.3, 1.0))
     np.testing.assert_allclose(target.logdensity_fn(jnp.array([0.3, *z], jnp.float32)), expected, rtol=1e-5)

@@ -570,6 +570,12 @@ def _build(
     continuous = np.concatenate([block.index for block in layout if not block.space.is_discrete] or [[]]).astype(int)
     carried = continuous if carried is None else carried
     discrete = [(block.index, block.space) for block in layout if block.space.is_discrete]
+    named_labels = target.metadata.get(mode_shift.LABELS, frozenset())
+    labels = [
+        isinstance(block.space, Categorical) or set(block.parts) <= named_labels
+        for block in layout
+        if block.space.is_discrete
+    ]
     max_moves = mode_shift.most_moves(discrete)
     discrete_index = np.concatenate([index for index, _ in discrete] or [[]]).astype(int)
     # the joint move's frame of the continuous block holds until a discrete block has moved
@@ -654,7 +660,7 @@ def _build(
 
         def shift(x):
             moved, accepted, frame = mode_shift.mode_shift_moves(
-                key, x, target.logdensity_fn, carried, discrete, num_moves
+                key, x, target.logdensity_fn, carried, discrete, num_moves, labels
             )
             return moved, accepted, frame if share_frame else None
 

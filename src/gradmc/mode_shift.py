@@ -8,8 +8,12 @@ conditional given the discrete values ``d`` and ``R(d)`` the lower Cholesky fact
 negative Hessian there (both from :data:`NEWTON_STEPS` Newton steps from a fixed point, so
 deterministic functions of ``d`` alone), a move
 
-1. proposes ``d'`` from ``d`` by giving one discrete site, chosen uniformly (within a
-   discrete block chosen uniformly), a uniformly chosen other value: a symmetric proposal;
+1. proposes ``d'`` from ``d`` in a discrete block chosen uniformly: by giving one site,
+   chosen uniformly, a uniformly chosen other value; or, in a block of two or more labels
+   (sites whose values name categories: a mixture's assignments), with probability
+   :data:`RELABEL_SHARE`, by swapping two of its values, a uniformly chosen pair, at every
+   site (the assignments of two components exchanged at once). Both proposals are
+   symmetric, and a swap is its own reverse;
 2. carries the continuous entries' standardised value over:
    ``x' = c(d') + R(d')^{-T} R(d)^T (x − c(d))``;
 3. accepts with probability min(1, p(x', d') / p(x, d) · det R(d) / det R(d')).
@@ -35,6 +39,11 @@ is accepted with the ratio of the discrete values' probabilities given the held 
 joint conditional of coefficients and a scale need not have a mode (a response the
 coefficients fit exactly), where a move of both would be refused every time.
 
+A mixture whose chains settle with two components' labels exchanged (each component's
+mean pulled to the other's data, against its prior) leaves that local mode by no change of
+one assignment: every single move puts one datum in a component far from it. The swap
+moves every assignment of the two components at once and carries their means with them.
+
 Several moves may follow each other in a sweep, each from where the last left (each leaves
 p invariant, so their composition does): ``"auto"`` sets how many in warm-up, so that a sweep
 spends about as much on them as on the blocks' own moves, at most one per discrete site and
@@ -54,12 +63,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.discrete.fallback import shifted_site
-from gradmc.spaces import DiscreteSpace
+from gradmc.spaces import Categorical, DiscreteSpace
 
 __all__ = [
     "NAME",
     "NEWTON_STEPS",
     "MOVES",
+    "RELABEL_SHARE",
+    "LABELS",
     "conditional_mode",
     "gaussian_parts",
     "mode_shift_move",
@@ -76,6 +87,14 @@ NEWTON_STEPS = 5
 
 #: Moves per sweep at most: one per discrete site up to this many (:func:`most_moves`).
 MOVES = 10
+
+#: Share of the moves in a block of labels that swap two of its values at every site.
+RELABEL_SHARE = 0.25
+
+#: The key of a target's ``metadata`` that names the discrete parts whose values are labels
+#: (categories without an order, such as a NumPyro ``Categorical`` site's), besides the parts on
+#: a :class:`~gradmc.spaces.Categorical` space, which always are.
+LABELS = "labels"
 
 #: A second difference of the gradient below this share of its first difference is rounding,
 #: not a departure from a Gaussian (:func:`gaussian_parts`).
@@ -170,6 +189,7 @@ def mode_shift_move(
     continuous: np.ndarray,
     discrete: Sequence[tuple[np.ndarray, DiscreteSpace]],
     frame=None,
+    labels: Sequence[bool] | None = None,
 ):
     """One mode-shift move (module doc) of a flat position.
 
@@ -191,24 +211,35 @@ def mode_shift_move(
         Each discrete block: where its entries sit, and its space.
     frame : tuple, optional
         ``(c, R)`` at ``position``'s discrete values, where known (the last move's).
+    labels : sequence of bool, optional
+        For each discrete block, whether its values are labels, which a move may swap
+        (default: the blocks on a :class:`~gradmc.spaces.Categorical` space).
     """
-    # the block, the site, the shift of its value and the test from one draw of four 32-bit
-    # words: each random call compiles to its own rounds of the hash, so one call keeps the
-    # move quick to compile. The remainders' bias (below K / 2^32 for K choices) cancels for
-    # the block and the site, which the reverse move picks alike.
-    words = jax.random.bits(key, (4,), jnp.uint32)
+    # the block, the site, the shift of its value, the test, whether to swap and the pair
+    # swapped from one draw of six 32-bit words: each random call compiles to its own rounds
+    # of the hash, so one call keeps the move quick to compile. The remainders' bias (below
+    # K / 2^32 for K choices) cancels for every choice, which the reverse move makes alike.
+    words = jax.random.bits(key, (6,), jnp.uint32)
 
-    def proposal_in(index: np.ndarray, space: DiscreteSpace):
+    def proposal_in(index: np.ndarray, space: DiscreteSpace, swaps: bool):
         def propose(_):
             values = position[index].reshape(space.event_shape)
-            num_sites = space.to_index(values).size
-            site = (words[1] % num_sites).astype(jnp.int32)
+            indices = space.to_index(values)
+            site = (words[1] % indices.size).astype(jnp.int32)
             value_shift = 1 + (words[2] % (space.num_values - 1)).astype(jnp.int32)
-            return position.at[index].set(jnp.ravel(shifted_site(values, site, value_shift, space)))
+            moved = shifted_site(values, site, value_shift, space)
+            if swaps and indices.size > 1:
+                first = (words[5] % space.num_values).astype(jnp.int32)
+                second = (first + value_shift) % space.num_values
+                swapped = jnp.where(indices == first, second, jnp.where(indices == second, first, indices))
+                relabel = words[4] < np.uint32(RELABEL_SHARE * 2.0**32)
+                moved = jnp.where(relabel, space.from_index(swapped).astype(values.dtype), moved)
+            return position.at[index].set(jnp.ravel(moved))
 
         return propose
 
-    branches = [proposal_in(index, space) for index, space in discrete]
+    labels = [isinstance(space, Categorical) for _, space in discrete] if labels is None else labels
+    branches = [proposal_in(index, space, swaps) for (index, space), swaps in zip(discrete, labels, strict=True)]
     moved = jax.lax.switch((words[0] % len(branches)).astype(jnp.int32), branches, None)
     mode, factor = conditional_mode(logdensity_fn, position, continuous) if frame is None else frame
     new_mode, new_factor = conditional_mode(logdensity_fn, moved, continuous)
@@ -230,6 +261,7 @@ def mode_shift_moves(
     continuous: np.ndarray,
     discrete: Sequence[tuple[np.ndarray, DiscreteSpace]],
     num_moves: int = MOVES,
+    labels: Sequence[bool] | None = None,
 ):
     """``num_moves`` mode-shift moves in a row (module doc), the conditional's frame carried from
     each to the next. Returns ``(position, accepted moves, (c, R))`` as :func:`mode_shift_move`.
@@ -248,12 +280,14 @@ def mode_shift_moves(
         Each discrete block: where its entries sit, and its space.
     num_moves : int or jax.Array
         How many moves (a traced count runs as a loop of that length).
+    labels : sequence of bool, optional
+        As :func:`mode_shift_move`'s.
     """
 
     def one(i, carry):
         position, accepted, frame = carry
         position, moved, frame = mode_shift_move(
-            jax.random.fold_in(key, i), position, logdensity_fn, continuous, discrete, frame
+            jax.random.fold_in(key, i), position, logdensity_fn, continuous, discrete, frame, labels
         )
         return position, accepted + moved, frame
 
@@ -262,7 +296,7 @@ def mode_shift_moves(
 
 
 def most_moves(discrete: Sequence[tuple[np.ndarray, DiscreteSpace]]) -> int:
-    """The most moves per sweep: one per discrete site (a move changes one site), at most :data:`MOVES`.
+    """The most moves per sweep: one per discrete site, at most :data:`MOVES`.
 
     Parameters
     ----------

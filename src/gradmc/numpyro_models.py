@@ -23,6 +23,7 @@ from jax.flatten_util import ravel_pytree
 
 from gradmc.base import Target
 from gradmc.discrete.plate_gibbs import SITE_TERMS
+from gradmc.mode_shift import LABELS
 from gradmc.spaces import Binary, Count, Ordinal, Product, Real, Space
 from gradmc.variables import Variables
 
@@ -282,7 +283,7 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         space=space,
         description=f"NumPyro model {title}: continuous sites unconstrained, discrete sites sampled ({space})",
         initial_position=initial_position,
-        metadata={SITE_TERMS: site_terms},
+        metadata={SITE_TERMS: site_terms, LABELS: _label_sites(sites, discrete)},
         variables=Variables(
             named,
             space.event_shape,
@@ -320,6 +321,20 @@ def numpyro_model_error(fn: Callable, kwargs: dict) -> str | None:
 def _deterministic(sites: dict) -> list[str]:
     """The model's ``numpyro.deterministic`` sites: computed from the others."""
     return [name for name, site in sites.items() if site["type"] == "deterministic"]
+
+
+def _label_sites(sites: dict, discrete) -> frozenset[str]:
+    """The discrete sites drawn from a ``Categorical`` (through any ``expand``, ``mask`` or
+    ``to_event``): their values name categories, which the mode shift may swap.
+    """
+    from numpyro.distributions import CategoricalLogits, CategoricalProbs
+
+    def base(fn):
+        return base(fn.base_dist) if hasattr(fn, "base_dist") else fn
+
+    return frozenset(
+        name for name in discrete if isinstance(base(sites[name]["fn"]), CategoricalProbs | CategoricalLogits)
+    )
 
 
 def _is_discrete_latent(site: dict) -> bool:
