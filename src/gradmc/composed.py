@@ -270,6 +270,14 @@ def _as_block_sampler(choice, space: Space, label: str) -> tuple[Sampler, int]:
     return choice, steps
 
 
+def _probe_start(target: Target, start: jax.Array | None) -> jax.Array:
+    """Where the structural probes read the log density: ``start``, else the target's start
+    with key 0 (a NumPyro model's runs the model from its prior, which takes a while: a
+    caller that probes several times draws it once).
+    """
+    return target.draw_initial(jax.random.key(0)) if start is None else start
+
+
 class PartShapes(NamedTuple):
     """How the log density depends on each discrete part of a Product space (:func:`part_shapes`)."""
 
@@ -291,7 +299,7 @@ CURVATURE_TOLERANCE = 1e-3
 LINEAR_TOLERANCE = 1e-6
 
 
-def part_shapes(target: Target) -> PartShapes:
+def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
     """Read how ``target``'s log density depends on each discrete part of its Product space,
     from one compiled probe at two points: the start, and the start with its continuous
     entries moved by a standard normal draw (coefficients started at zero hide how the log
@@ -313,9 +321,11 @@ def part_shapes(target: Target) -> PartShapes:
     ----------
     target : Target
         A target on a :class:`~gradmc.spaces.Product` space.
+    start : jax.Array, optional
+        Its start (default: ``target.draw_initial`` with key 0).
     """
     space = target.space
-    start = target.draw_initial(jax.random.key(0))
+    start = _probe_start(target, start)
     continuous = np.ones(start.shape, bool)
     for name in space.discrete_parts:
         continuous[space.slices[name]] = False
@@ -367,7 +377,7 @@ CHAIN_TOLERANCE = 1e-4
 CHAIN_MAX_VALUES = 8
 
 
-def chain_parts(target: Target) -> set[str]:
+def chain_parts(target: Target, start: jax.Array | None = None) -> set[str]:
     """The discrete parts of ``target``'s Product space, of three or more sites, in which its
     log density at a start couples each site with its neighbours and with no other: an HMM's
     states. Categorical parts are read through Hessian-vector products
@@ -379,9 +389,11 @@ def chain_parts(target: Target) -> set[str]:
     ----------
     target : Target
         A target on a :class:`~gradmc.spaces.Product` space.
+    start : jax.Array, optional
+        Its start (default: ``target.draw_initial`` with key 0).
     """
     space = target.space
-    start = target.draw_initial(jax.random.key(0))
+    start = _probe_start(target, start)
     found = set()
     for name in space.discrete_parts:
         part = space.parts[name]
@@ -406,7 +418,7 @@ def chain_parts(target: Target) -> set[str]:
     return found
 
 
-def _held_parts(target: Target, continuous: list[str]) -> list[str]:
+def _held_parts(target: Target, continuous: list[str], start: jax.Array | None = None) -> list[str]:
     """The continuous parts the mode shift holds where they are: those the log density is not
     Gaussian in given the others (:func:`gradmc.mode_shift.gaussian_parts`, probed at the
     target's start), where it is Gaussian in some; none where it is Gaussian in all or in none.
@@ -415,7 +427,7 @@ def _held_parts(target: Target, continuous: list[str]) -> list[str]:
         return []
     space = target.space
     parts = [np.arange(space.slices[name].start, space.slices[name].stop) for name in continuous]
-    start = target.draw_initial(jax.random.key(0))
+    start = _probe_start(target, start)
     with jax.default_matmul_precision("highest"):
         kept = mode_shift.gaussian_parts(target.logdensity_fn, start, parts, jax.random.key(1))
     return [] if len(kept) in (0, len(parts)) else [name for i, name in enumerate(continuous) if i not in kept]
@@ -792,13 +804,14 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     # The structural probes compare products of the log density with tolerances near float32's
     # rounding: on a GPU, float32 matrix products default to TF32's 10-bit mantissa, which would
     # read as couplings that are not there.
+    start = functools.cache(lambda: target.draw_initial(jax.random.key(0)))  # where every probe reads
     with jax.default_matmul_precision("highest"):
         layout = blocks(
             target.space,
             choice,
-            functools.cache(lambda: part_shapes(target)),
+            functools.cache(lambda: part_shapes(target, start())),
             frozenset(_site_terms(target)),
-            functools.cache(lambda: chain_parts(target)),
+            functools.cache(lambda: chain_parts(target, start())),
         )
     both_kinds = len({block.space.is_discrete for block in layout}) == 2
     if joint == mode_shift.NAME and not both_kinds:
@@ -819,7 +832,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
         )
     if whiten == AUTO:
         with jax.default_matmul_precision("highest"):
-            spread = whitening.spread_change(target, real[0].index) if small and len(real) == 1 else 1.0
+            spread = whitening.spread_change(target, real[0].index, start()) if small and len(real) == 1 else 1.0
         whiten = "on" if spread > WHITEN_SPREAD else "off"
     whiten = whiten == "on"
     name = ", ".join(
@@ -838,7 +851,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     joint = None if joint == NO_JOINT else joint
     carried = None
     if joint is not None:
-        held = _held_parts(target, [name for block in real for name in block.parts])
+        held = _held_parts(target, [name for block in real for name in block.parts], start())
         if held:
             options[JOINT]["holds"] = "+".join(held)
             continuous = [name for block in real for name in block.parts if name not in held]

@@ -132,7 +132,7 @@ def whitened(bind: Callable[[Target], BoundSampler], view: Target, frame: Callab
     )
 
 
-def spread_change(target: Target, index: np.ndarray) -> float:
+def spread_change(target: Target, index: np.ndarray, start: jax.Array | None = None) -> float:
     """The largest factor by which the conditional standard deviation of a coordinate of the
     block at ``index`` changes when one discrete site moves: at the target's start, and with
     the first site of each discrete part of its :class:`~gradmc.spaces.Product` space moved to
@@ -144,6 +144,8 @@ def spread_change(target: Target, index: np.ndarray) -> float:
         A target on a Product space.
     index : ndarray
         Where the continuous block's entries sit.
+    start : jax.Array, optional
+        The start (default: ``target.draw_initial`` with key 0).
     """
     space = target.space
 
@@ -162,7 +164,7 @@ def spread_change(target: Target, index: np.ndarray) -> float:
         spread = jax.vmap(spreads)(jnp.stack([start, *moved]))  # one copy of the Newton steps to compile
         return jnp.max(jnp.abs(jnp.log(spread[1:] / spread[0])), axis=1)
 
-    change = np.asarray(factors(target.draw_initial(jax.random.key(0))))
+    change = np.asarray(factors(target.draw_initial(jax.random.key(0)) if start is None else start))
     change = change[np.isfinite(change)]
     return float(np.exp(change.max())) if change.size else 1.0
 
