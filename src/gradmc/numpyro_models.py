@@ -182,10 +182,15 @@ def _site_terms(model_trace: Callable, space: Product, discrete: dict, sites: di
         one = np.asarray(start).copy()
         one[index[0]] = moved[index[0]]  # entry 0 alone
         terms = terms_of(frames)
-        base = np.asarray(terms(start))
-        if not np.isclose(float(outside(start, frames)), float(outside(moved, frames)), rtol=1e-6, atol=1e-6):
+
+        @jax.jit
+        def check(start, moved, one, terms=terms, frames=frames):  # one program, not the model's ops one by one
+            return outside(start, frames), outside(moved, frames), terms(start), terms(one)
+
+        before, after, base, changed = (np.asarray(v) for v in check(start, jnp.asarray(moved), jnp.asarray(one)))
+        if not np.isclose(float(before), float(after), rtol=1e-6, atol=1e-6):
             continue
-        if not np.allclose(np.asarray(terms(one))[1:], base[1:], rtol=1e-6, atol=1e-6):
+        if not np.allclose(changed[1:], base[1:], rtol=1e-6, atol=1e-6):
             continue
         found[name] = terms
     return found
