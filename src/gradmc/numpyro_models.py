@@ -258,6 +258,7 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
 
     feasible = jnp.concatenate(encoded(first))
 
+    @jax.jit  # one compiled program: the model's operations one by one take seconds on a first call
     def initial_position(key):
         key_discrete, key_continuous = jax.random.split(key)
         prior = trace(_seeded(model, key_discrete)).get_trace(*args, **kwargs)
