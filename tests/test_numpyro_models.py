@@ -351,6 +351,15 @@ def test_discrete_sites_that_cannot_be_sampled_are_named():
     with pytest.raises(ValueError, match="latent site 's' \\(DiscreteUniform\\) has a support that depends"):
         gradmc.from_numpyro(moving_support)
 
+    def impossible(seen):
+        scale = numpyro.sample("scale", dist.HalfNormal(1.0))
+        n = numpyro.sample("n", dist.Binomial(3, 0.5))  # at most 3 trials, and 5 successes were seen
+        numpyro.sample("seen", dist.Binomial(n, 0.5), obs=seen)
+        numpyro.sample("noise", dist.Normal(0.0, scale), obs=0.1)
+
+    with pytest.raises(ValueError, match="no finite log density for the continuous sites.*largest values \\(n\\)"):
+        gradmc.from_numpyro(impossible, 5.0)
+
 
 TOTALS, SEEN = np.array([2, 3]), np.array([1.0, 2.0])
 

@@ -13,7 +13,6 @@ import contextlib
 import functools
 import importlib.util
 import inspect
-import warnings
 from collections.abc import Callable
 
 import jax
@@ -94,6 +93,37 @@ def _model_trace(model: Callable, args: tuple, kwargs: dict, seed: int = 0) -> d
     from numpyro import handlers
 
     return handlers.trace(_seeded(model, seed)).get_trace(*args, **kwargs)
+
+
+#: What a site recorded by :func:`_prior_runs` keeps beside its value (and a sample site's
+#: distribution): the model's structure, the same in every run.
+_SITE_KEYS = ("type", "name", "is_observed", "infer", "cond_indep_stack")
+
+
+def _prior_runs(model: Callable, args: tuple, kwargs: dict, seeds: tuple[int, ...]) -> list[dict]:
+    """Runs of ``model(*args, **kwargs)`` from its prior (:func:`_seeded`), one per seed, each
+    recorded site by site in the model's order (its :data:`_SITE_KEYS`, ``value`` and, for a
+    sample site, ``fn``, the distribution with concrete parameters): one compiled program run
+    once per seed, where eager runs compile the model's operations one by one (0.5-1.5 s on
+    a first call).
+    """
+    from numpyro import handlers
+
+    structure = {}
+
+    @jax.jit
+    def run(key):
+        sites = handlers.trace(_seeded(model, key)).get_trace(*args, **kwargs)
+        structure.update({name: {field: site.get(field) for field in _SITE_KEYS} for name, site in sites.items()})
+        return {
+            name: {"value": site["value"], **({"fn": site["fn"]} if site["type"] == "sample" else {})}
+            for name, site in sites.items()
+            if site["type"] in ("sample", "deterministic")
+        }
+
+    with _traceable(model):
+        recorded = [run(jax.random.key(seed)) for seed in seeds]
+    return [{name: {**structure[name], **values.get(name, {})} for name in structure} for values in recorded]
 
 
 def _recover_enumerated(model: Callable, args: tuple, kwargs: dict, sites: dict) -> Callable | None:
@@ -210,9 +240,9 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
     from numpyro.handlers import condition, substitute, trace
     from numpyro.infer.util import constrain_fn, potential_energy
 
-    first, info = _feasible_start(model, args, kwargs, sites, discrete)
-    flat, unravel = ravel_pytree(info.param_info.z)
-    continuous = {name: Real(int(np.size(value))) for name, value in sorted(info.param_info.z.items())}
+    prototype = _unconstrained_prototype(sites)
+    flat, unravel = ravel_pytree(prototype)
+    continuous = {name: Real(int(np.size(value))) for name, value in sorted(prototype.items())}
     space = Product({**continuous, **discrete})
     num_continuous = int(flat.size)
     shapes = {name: np.shape(sites[name]["value"]) for name in discrete}
@@ -256,15 +286,33 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         """The discrete sites' ``values`` as the position's discrete entries."""
         return [_into(part, jnp.ravel(jnp.asarray(values[name])).astype(flat.dtype)) for name, part in discrete.items()]
 
-    feasible = jnp.concatenate(encoded(first))
+    # the discrete values a chain's continuous start is searched at: the prior run's, else each
+    # site at its largest value (a count above every observation it must exceed)
+    tried = [
+        jnp.concatenate(encoded({name: sites[name]["value"] for name in discrete})),
+        jnp.concatenate(encoded({name: _largest(sites[name], part) for name, part in discrete.items()})),
+    ]
+
+    def continuous_start(key):
+        """NumPyro's uniform start at the first of ``tried`` where it finds a finite log density
+        and gradient; NaN where it finds none.
+        """
+
+        def search(values):
+            z = _uniform_start(key, lambda z: logdensity_fn(jnp.concatenate([z, values])), flat)
+            value, grad = jax.value_and_grad(logdensity_fn)(jnp.concatenate([z, values]))
+            return z, jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
+
+        z, found = search(tried[0])
+        z, found = jax.lax.cond(found, lambda: (z, found), lambda: search(tried[1]))
+        return jnp.where(found, z, jnp.nan)
 
     @jax.jit  # one compiled program: the model's operations one by one take seconds on a first call
     def initial_position(key):
         key_discrete, key_continuous = jax.random.split(key)
         prior = trace(_seeded(model, key_discrete)).get_trace(*args, **kwargs)
-        continuous_start = _uniform_start(key_continuous, lambda z: logdensity_fn(jnp.concatenate([z, feasible])), flat)
         values = encoded({name: prior[name]["value"] for name in discrete})
-        return _lift_ordered(jnp.concatenate([continuous_start, *values]), space, logdensity_fn)
+        return _lift_ordered(jnp.concatenate([continuous_start(key_continuous), *values]), space, logdensity_fn)
 
     @_without_validation
     def model_trace(x):
@@ -281,6 +329,11 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
 
     title = getattr(model, "__name__", "numpyro-model")
     start = initial_position(jax.random.key(0))
+    if not np.all(np.isfinite(np.asarray(start[:num_continuous]))):
+        raise ValueError(
+            "NumPyro finds no finite log density for the continuous sites, with the discrete sites at their draws "
+            f"from the prior or at their largest values ({', '.join(discrete)}); check the model's support"
+        )
     with jax.default_matmul_precision("highest"):  # the independence check's tolerance is below a GPU's TF32 rounding
         site_terms = _site_terms(model_trace, space, discrete, sites, start)
     return Target(
@@ -427,19 +480,6 @@ def _lift_ordered(start, space: Product, logdensity_fn: Callable):
     return tried[jnp.argmax(finite)]
 
 
-@_without_validation
-def _initialize(model: Callable, args: tuple, kwargs: dict):
-    """NumPyro's ``initialize_model`` (its potential energy, the unconstrained sites' shapes and
-    a finite start), given a batch of one key: NumPyro then searches for the start in one
-    compiled loop, where a single key has it evaluate the model operation by operation (about
-    1 s more on a first run, each operation compiled on its own). The start is unbatched.
-    """
-    from numpyro.infer.util import initialize_model
-
-    info = initialize_model(jax.random.split(jax.random.key(0), 1), model, model_args=args, model_kwargs=kwargs)
-    return info._replace(param_info=jax.tree.map(lambda value: value[0], info.param_info))
-
-
 #: NumPyro's default start: each unconstrained coordinate uniform in (-RADIUS, RADIUS), drawn
 #: again (up to MAX_TRIES times) until the log density and its gradient are finite.
 UNIFORM_START_RADIUS = 2.0
@@ -497,6 +537,23 @@ def _potential(model: Callable, args: tuple, kwargs: dict):
     return potential_fn, postprocess_fn, transform_fn(inv_transforms, constrained, invert=True)
 
 
+def _unconstrained_prototype(sites: dict) -> dict:
+    """Zeros in the shapes of the continuous latent sites' unconstrained values (each through
+    the inverse of ``biject_to`` of its support, as NumPyro's samplers move it), by name.
+    """
+    from numpyro.distributions.transforms import biject_to
+
+    def unconstrained(site):
+        shape = jax.eval_shape(biject_to(site["fn"].support).inv, site["value"])
+        return jnp.zeros(shape.shape, shape.dtype)
+
+    return {
+        name: unconstrained(site)
+        for name, site in sites.items()
+        if site["type"] == "sample" and not site["is_observed"] and not site["fn"].support.is_discrete
+    }
+
+
 def _largest(site: dict, space: Space) -> np.ndarray:
     """Each entry of a discrete site at the largest value its own support allows (a Binomial's
     total count where each entry has its own), else the largest value of its space.
@@ -506,29 +563,6 @@ def _largest(site: dict, space: Space) -> np.ndarray:
     if upper is None or not np.all(np.isfinite(np.asarray(upper))):
         upper = np.asarray(space.values)[-1]
     return np.broadcast_to(np.minimum(upper, np.asarray(space.values)[-1]), value.shape).astype(value.dtype)
-
-
-def _feasible_start(model: Callable, args: tuple, kwargs: dict, sites: dict, discrete: dict[str, Space]):
-    """Values of the discrete sites under which NumPyro finds a start for the continuous ones,
-    and that start (``initialize_model``'s result): the prior run's values, else every site at
-    its largest value (a count above every observation it must exceed).
-    """
-    from numpyro.handlers import condition
-
-    prior = {name: sites[name]["value"] for name in discrete}
-    top = {name: _largest(sites[name], discrete[name]) for name in discrete}
-    for values in (prior, top):
-        try:
-            with warnings.catch_warnings():  # the values tried may lie outside what the data allow
-                warnings.filterwarnings("ignore", "Out-of-support values", UserWarning)
-                conditioned = condition(model, data=values)
-                return values, _initialize(conditioned, args, kwargs)
-        except RuntimeError:  # NumPyro found no finite start given these values
-            continue
-    raise ValueError(
-        "NumPyro finds no finite log density for the continuous sites, with the discrete sites at their draws "
-        f"from the prior or at their largest values ({', '.join(discrete)}); check the model's support"
-    )
 
 
 def _sampled_discrete_sites(sites: dict, others: list[dict]) -> dict[str, Space]:
@@ -640,8 +674,8 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
     _numpyro()
     if not callable(model):
         raise TypeError(f"model must be a NumPyro model function, got {type(model).__name__}")
-    sites = _model_trace(model, args, kwargs)
-    discrete = _sampled_discrete_sites(sites, [_model_trace(model, args, kwargs, seed=k) for k in (1, 2)])
+    sites, *others = _prior_runs(model, args, kwargs, (0, 1, 2))
+    discrete = _sampled_discrete_sites(sites, others)
     enumerated = [n for n, s in sites.items() if _is_discrete_latent(s) and s["infer"].get("enumerate") == "parallel"]
     if discrete and enumerated:
         raise ValueError(
