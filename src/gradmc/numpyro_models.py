@@ -286,26 +286,21 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         """The discrete sites' ``values`` as the position's discrete entries."""
         return [_into(part, jnp.ravel(jnp.asarray(values[name])).astype(flat.dtype)) for name, part in discrete.items()]
 
-    # the discrete values a chain's continuous start is searched at: the prior run's, else each
-    # site at its largest value (a count above every observation it must exceed)
-    tried = [
-        jnp.concatenate(encoded({name: sites[name]["value"] for name in discrete})),
-        jnp.concatenate(encoded({name: _largest(sites[name], part) for name, part in discrete.items()})),
-    ]
+    # the discrete values a chain's continuous start is searched at: the prior run's, unless the
+    # log density is finite with each site at its largest value (a count above every observation
+    # it must exceed) and not with them, with the continuous sites at 0 (unconstrained)
+    prior_values = jnp.concatenate(encoded({name: sites[name]["value"] for name in discrete}))
+    top_values = jnp.concatenate(encoded({name: _largest(sites[name], part) for name, part in discrete.items()}))
 
     def continuous_start(key):
-        """NumPyro's uniform start at the first of ``tried`` where it finds a finite log density
-        and gradient; NaN where it finds none.
+        """NumPyro's uniform start (:func:`_uniform_start`) given those discrete values; NaN
+        where it finds no finite log density and gradient.
         """
-
-        def search(values):
-            z = _uniform_start(key, lambda z: logdensity_fn(jnp.concatenate([z, values])), flat)
-            value, grad = jax.value_and_grad(logdensity_fn)(jnp.concatenate([z, values]))
-            return z, jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
-
-        z, found = search(tried[0])
-        z, found = jax.lax.cond(found, lambda: (z, found), lambda: search(tried[1]))
-        return jnp.where(found, z, jnp.nan)
+        finite = [jnp.isfinite(logdensity_fn(jnp.concatenate([flat, v]))) for v in (prior_values, top_values)]
+        values = jnp.where(finite[0] | ~finite[1], prior_values, top_values)
+        z = _uniform_start(key, lambda z: logdensity_fn(jnp.concatenate([z, values])), flat)
+        value, grad = jax.value_and_grad(logdensity_fn)(jnp.concatenate([z, values]))
+        return jnp.where(jnp.isfinite(value) & jnp.all(jnp.isfinite(grad)), z, jnp.nan)
 
     @jax.jit  # one compiled program: the model's operations one by one take seconds on a first call
     def initial_position(key):
