@@ -301,6 +301,7 @@ def test_command_line_one_sampler_per_part(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "beta=nuts, gamma=pavg on" in out and "gamma[2]" in out and "gamma: " in out
     assert "values drawn of the discrete variables:\n  gamma (3 entries pooled): " in out
+    assert re.search(r"gamma \(3 entries pooled\): .*; R-hat at most \d\.\d{3}, bulk ESS at least \d+", out)
     assert main([*argv, "--sampler", "gamma=auto", "--option", "gamma.steps=2", "--out", str(tmp_path / "d")]) == 0
     assert "beta=nuts, gamma=ncg on" in capsys.readouterr().out
     assert main([*argv, "--sampler", "joint=mode-shift", "--out", str(tmp_path / "e")]) == 0

@@ -16,6 +16,9 @@ def test_worst_first_puts_scalars_first_then_the_largest_r_hat():
     scalar = np.array([False, False, False, True, False])
     np.testing.assert_array_equal(report.worst_first(r_hat, scalar, 4), [3, 4, 1, 0])
     np.testing.assert_array_equal(report.worst_first(r_hat, scalar, 10), [3, 4, 1, 0, 2])
+    # a mixed model: a discrete scalar (a change point) stays first; discrete entries come after continuous ones
+    discrete = np.array([True, False, False, True, True])
+    np.testing.assert_array_equal(report.worst_first(r_hat, scalar, 10, discrete), [3, 1, 2, 4, 0])
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +36,9 @@ def test_trace_panels_name_the_model_scalars_first(named_trace):
     r_hats = [float(label.split("R-hat ")[1].rstrip(")")) for label in labels[1:4]]
     assert r_hats == sorted(r_hats, reverse=True)
     assert labels[4] == "log density" and labels[5].startswith("acceptance rate")
-    values, names, scalar = report.named_coordinates(named_trace.posterior())
+    values, names, scalar, discrete = report.named_coordinates(named_trace.posterior())
     assert values.shape == (2, 40, 6) and names[0] == "alpha[0]" and scalar.tolist() == [False] * 5 + [True]
+    assert not discrete.any()
 
 
 def test_trace_panels_of_a_discrete_target_show_mixing_statistics():
@@ -55,3 +59,7 @@ def test_value_frequencies_of_discrete_variables():
     assert lines[2] == "  z (3 entries pooled): 0 100.0%"
     assert len(lines) == 3  # mu is real-valued
     assert report.format_value_frequencies({"mu": np.zeros((2, 4))}) == ""
+    # with each coordinate's R-hat and ESS (named_coordinates' order: s, z[0..2], mu)
+    r_hat, ess = np.array([1.2, np.nan, np.nan, np.nan, 1.0]), np.array([3.0, np.nan, np.nan, np.nan, 8.0])
+    lines = report.format_value_frequencies(posterior, max_values=2, r_hat=r_hat, ess=ess).splitlines()
+    assert lines[1].endswith("values); R-hat 1.200, bulk ESS 3") and lines[2].endswith("0 100.0%")

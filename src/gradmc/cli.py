@@ -407,13 +407,17 @@ def _cmd_sample(gradmc, args) -> int:
         )
     )
     posterior = trace.posterior()  # the model's names (NumPyro: constrained values), computed once
-    values, names, scalar = report.named_coordinates(posterior)
+    values, names, scalar, discrete = report.named_coordinates(posterior)
     with_truth = target.truth is not None and target.truth.mean is not None and values.shape[-1] == target.dim
     table = diagnostics.summary(values[:, :, : report.MAX_RANKED], target.truth if with_truth else None)
     table["name"] = names[: report.MAX_RANKED]
-    rows = report.worst_first(table["r_hat"], scalar[: report.MAX_RANKED], 10)
+    rows = report.worst_first(table["r_hat"], scalar[: report.MAX_RANKED], 10, discrete[: report.MAX_RANKED])
+    mixing = {"r_hat": table["r_hat"], "ess": table["ess_bulk"]}  # every coordinate's, for the discrete sites' line
     table = {column: [v[i] for i in rows] if column == "name" else np.asarray(v)[rows] for column, v in table.items()}
-    shown = "" if len(names) <= 10 else f" (10 of {len(names)} coordinates: scalars first, then the largest R-hat)"
+    order = "scalars first, then the largest R-hat" + (
+        ", continuous entries before discrete ones" if discrete.any() else ""
+    )
+    shown = "" if len(names) <= 10 else f" (10 of {len(names)} coordinates: {order})"
     print(f"{trace.sampler} on {target.name}{shown}")
     print(diagnostics.format_summary(table))
     print(
@@ -421,7 +425,7 @@ def _cmd_sample(gradmc, args) -> int:
         f"gradient evals {trace.num_grad_evals}  sampling {trace.sampling_seconds:.2f} s  "
         f"compile {trace.timing['compile_s']:.2f} s"
     )
-    frequencies = report.format_value_frequencies(posterior) if trace.variables is not None else ""
+    frequencies = report.format_value_frequencies(posterior, **mixing) if trace.variables is not None else ""
     if frequencies:
         print(frequencies)
     print(report.format_params(trace.params))

@@ -45,9 +45,10 @@ def _cell(value) -> str:
     return str(value)
 
 
-def format_value_frequencies(posterior: dict, max_values: int = 5) -> str:
+def format_value_frequencies(posterior: dict, max_values: int = 5, r_hat=None, ess=None) -> str:
     """How often each value of the integer-valued (discrete) variables was drawn, one line
-    each: a scalar's most frequent values, an array's values over all its entries.
+    each: a scalar's most frequent values, an array's values over all its entries; with
+    ``r_hat`` and ``ess``, the largest R-hat and smallest bulk ESS of its entries.
 
     Parameters
     ----------
@@ -55,10 +56,15 @@ def format_value_frequencies(posterior: dict, max_values: int = 5) -> str:
         Named draws ``(chain, draw, *shape)`` (:meth:`gradmc.Trace.posterior`).
     max_values : int
         How many of the most frequent values a line shows.
+    r_hat, ess : array_like, optional
+        R-hat and bulk ESS of the coordinates in :func:`named_coordinates`' order (those
+        past their length are left out).
     """
-    lines = []
+    lines, offset = [], 0
     for name, value in posterior.items():
         value = np.asarray(value)
+        entries = slice(offset, offset + int(np.prod(value.shape[2:])))
+        offset = entries.stop
         if not np.issubdtype(value.dtype, np.integer):
             continue
         values, counts = np.unique(value, return_counts=True)
@@ -66,7 +72,16 @@ def format_value_frequencies(posterior: dict, max_values: int = 5) -> str:
         shares = ", ".join(f"{values[i]} {100 * counts[i] / value.size:.1f}%" for i in order)
         label = name if value.ndim == 2 else f"{name} ({int(np.prod(value.shape[2:]))} entries pooled)"
         more = f" ({len(order)} most frequent of {values.size} values)" if values.size > len(order) else ""
-        lines.append(f"  {label}: {shares}{more}")
+        mixing = ""
+        if r_hat is not None and ess is not None:
+            worst, least = np.asarray(r_hat, np.float64)[entries], np.asarray(ess, np.float64)[entries]
+            if worst.size and not np.all(np.isnan(worst)) and not np.all(np.isnan(least)):
+                many = value.ndim > 2
+                mixing = (
+                    f"; R-hat {'at most ' if many else ''}{np.nanmax(worst):.3f}, "
+                    f"bulk ESS {'at least ' if many else ''}{np.nanmin(least):.0f}"
+                )
+        lines.append(f"  {label}: {shares}{more}{mixing}")
     return "\n".join(["values drawn of the discrete variables:", *lines]) if lines else ""
 
 
@@ -232,28 +247,33 @@ def save_figure(fig, path: Path, *, dpi: int = 110) -> Path:
 MAX_RANKED = 2000
 
 
-def named_coordinates(posterior: dict) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """The draws as the model names them: ``(values, names, scalar)`` with values shaped
-    ``(chain, draw, k)``, one name per coordinate (``mu``, ``theta[3]``) and whether it is a
-    scalar variable; ``x[i]`` for a target without named variables.
+def named_coordinates(posterior: dict) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+    """The draws as the model names them: ``(values, names, scalar, discrete)`` with values
+    shaped ``(chain, draw, k)``, one name per coordinate (``mu``, ``theta[3]``), whether it is
+    a scalar variable, and whether it is integer-valued (a discrete site); ``x[i]`` for a
+    target without named variables.
 
     Parameters
     ----------
     posterior : dict of str to ndarray
         The named draws ``(chain, draw, *shape)`` of :meth:`gradmc.Trace.posterior`.
     """
-    blocks, names, scalar = [], [], []
+    blocks, names, scalar, discrete = [], [], [], []
     for name, value in posterior.items():
+        integer = np.issubdtype(np.asarray(value).dtype, np.integer)
         value = np.asarray(value, np.float64)
         blocks.append(value.reshape(*value.shape[:2], -1))
         names += coord_names(value.shape[2:], name)
         scalar += [value.ndim == 2] * blocks[-1].shape[-1]
-    return np.concatenate(blocks, axis=-1), names, np.asarray(scalar, bool)
+        discrete += [integer] * blocks[-1].shape[-1]
+    return np.concatenate(blocks, axis=-1), names, np.asarray(scalar, bool), np.asarray(discrete, bool)
 
 
-def worst_first(r_hat, scalar, k: int) -> np.ndarray:
+def worst_first(r_hat, scalar, k: int, discrete=None) -> np.ndarray:
     """The indices of at most ``k`` coordinates to show: scalar variables first (in their
-    order), then the other coordinates by decreasing R-hat (NaN last).
+    order), then the entries of continuous arrays by decreasing R-hat, then those of discrete
+    arrays (whose values :func:`format_value_frequencies` also sums up) by decreasing R-hat;
+    NaN last in each.
 
     Parameters
     ----------
@@ -263,11 +283,16 @@ def worst_first(r_hat, scalar, k: int) -> np.ndarray:
         Whether each coordinate is a scalar variable.
     k : int
         How many to keep.
+    discrete : array_like of bool, optional
+        Whether each coordinate is integer-valued (default: none is).
     """
     r_hat, scalar = np.asarray(r_hat, np.float64), np.asarray(scalar, bool)
-    rest = np.flatnonzero(~scalar)
-    rest = rest[np.argsort(-np.nan_to_num(r_hat[rest], nan=-np.inf), kind="stable")]
-    return np.concatenate([np.flatnonzero(scalar), rest])[:k]
+    discrete = np.zeros_like(scalar) if discrete is None else np.asarray(discrete, bool)
+    order = [np.flatnonzero(scalar)]
+    for kind in (False, True):
+        rest = np.flatnonzero(~scalar & (discrete == kind))
+        order.append(rest[np.argsort(-np.nan_to_num(r_hat[rest], nan=-np.inf), kind="stable")])
+    return np.concatenate(order)[:k]
 
 
 def _discrete_mixing_series(posterior: dict) -> list[tuple[str, np.ndarray]]:
@@ -275,7 +300,7 @@ def _discrete_mixing_series(posterior: dict) -> list[tuple[str, np.ndarray]]:
     coordinates (the magnetisation of spins; categories by their index), and the share of
     coordinates that differ from the chain's first kept draw.
     """
-    values, _, _ = named_coordinates(posterior)
+    values = named_coordinates(posterior)[0]
     return [
         ("mean value of the coordinates", values.mean(axis=-1)),
         ("share of coordinates changed since the first draw", (values != values[:, :1]).mean(axis=-1)),
@@ -328,10 +353,10 @@ def trace_panels(trace, max_panels: int = 6, posterior: dict | None = None) -> l
     if isinstance(trace.space, DiscreteSpace):
         panels += _discrete_mixing_series(posterior)[:max_panels]
     else:
-        values, names, scalar = named_coordinates(posterior)
+        values, names, scalar, discrete = named_coordinates(posterior)
         ranked = values[:, :, :MAX_RANKED]
         r_hat = _r_hat(ranked)
-        for i in worst_first(r_hat, scalar[:MAX_RANKED], max_panels):
+        for i in worst_first(r_hat, scalar[:MAX_RANKED], max_panels, discrete[:MAX_RANKED]):
             label = names[i] if np.isnan(r_hat[i]) else f"{names[i]}  (R-hat {r_hat[i]:.3f})"
             panels.append((label, ranked[:, :, i]))
     if "logdensity" in trace.stats:
