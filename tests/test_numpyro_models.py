@@ -516,6 +516,41 @@ def test_a_latent_poisson_count_is_exact():
 
 
 @pytest.mark.slow
+def test_a_count_summed_out_as_a_binomial_total_is_exact():
+    """The same count, marked for enumeration as a Categorical over 0..80 with the Poisson's
+    probabilities (NumPyro enumerates no unbounded support): summed out of the log density
+    for NUTS on lam and drawn back per draw, with the Binomial's total count a traced value
+    in both, where NumPyro's support check would fail under tracing."""
+    pytest.importorskip("funsor")
+    from scipy.stats import binom, nbinom
+
+    from gradmc.enumeration import ExactDistribution
+    from gradmc.testing import assert_moments_match, assert_tv_within_bound
+
+    values = np.arange(81.0)
+
+    def summed_count(y):
+        lam = numpyro.sample("lam", dist.Gamma(3.0, 0.2))
+        logits = dist.Poisson(lam).log_prob(jnp.asarray(values))
+        n = numpyro.sample("N", dist.Categorical(logits=logits), infer={"enumerate": "parallel"})
+        with numpyro.plate("visit", y.shape[0]):
+            numpyro.sample("y", dist.Binomial(n, 0.3), obs=y)
+
+    trace = gradmc.sample(
+        gradmc.from_numpyro(summed_count, DETECTIONS), "auto", num_warmup=500, num_draws=2500, seed=1, progress=False
+    )
+    assert trace.sampler == "nuts" and trace.warnings == []
+    log_p = nbinom.logpmf(values, 3.0, 0.2 / 1.2) + binom.logpmf(DETECTIONS[:, None], values, 0.3).sum(0)
+    probs = np.exp(log_p - log_p.max())
+    probs /= probs.sum()
+    posterior = trace.posterior()
+    assert_tv_within_bound(posterior["N"][..., None].astype(float), ExactDistribution(values, 1, probs, 0.0), p=0.01)
+    mean_n, var_n = probs @ values, probs @ values**2 - (probs @ values) ** 2
+    mean, var = (3.0 + mean_n) / 1.2, (3.0 + mean_n + var_n) / 1.2**2
+    assert_moments_match(posterior["lam"][..., None], np.array([mean]), var=np.array([var]), p=0.01)
+
+
+@pytest.mark.slow
 def test_an_n_mixture_starts_where_its_counts_exceed_the_data():
     """Prior draws of the counts fall below what the sites' detections require (a zero
     density): NumPyro's start for the rates is found with the counts at their largest values,

@@ -137,6 +137,7 @@ def _recover_enumerated(model: Callable, args: tuple, kwargs: dict, sites: dict)
         return None
     latent = [n for n, s in sites.items() if s["type"] == "sample" and not s["is_observed"] and n not in enumerated]
 
+    @_without_validation
     def recover(named: dict, key) -> dict:
         from numpyro.infer import Predictive
 
@@ -692,6 +693,7 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
     if flat.size == 0:
         raise ValueError("the NumPyro model has no continuous latent sites to sample")
 
+    @_without_validation  # an enumerated count as a Binomial's total would fail NumPyro's check under tracing
     def logdensity_fn(x):
         return -potential_fn(unravel(x))
 
