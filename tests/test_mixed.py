@@ -119,6 +119,76 @@ def test_a_composed_run_is_one_program_and_draws_what_two_would(target, monkeypa
     np.testing.assert_array_equal(one.params["mu"]["step_size"], two.params["mu"]["step_size"])
 
 
+# -- a block summed out of the continuous moves ---------------------------------------------------
+#
+# log p(x, c, g) = -|x|^2/2 + sum_n c_n . (a_n + B_n x) + g . (h + D x) + j g_0 g_1: linear in the
+# one-hot rows c, not in the switches g, so given (c, g), x ~ N(m, I) with m = sum_n B_n' c_n + D' g,
+# and p(c, g) ∝ exp(sum_n a_n . c_n + h . g + j g_0 g_1 + |m|^2 / 2): a mixture of 36 Gaussians.
+
+SUM_A = np.array([[0.2, -0.4, 0.1], [0.0, 0.5, -0.3]])
+SUM_B = np.array([[[1.0, 0.0], [-0.8, 0.6], [0.2, -1.1]], [[0.0, 0.9], [0.7, 0.3], [-0.5, -0.4]]])  # (n, k, 2)
+SUM_H, SUM_J = np.array([-0.6, 0.3]), 0.8
+SUM_D = np.array([[0.9, -0.2], [-0.4, 1.0]])  # (switch, 2)
+
+
+def summed_log_density(position):
+    x, c, g = position["x"], position["c"], position["g"]
+    rows = jnp.asarray(SUM_A, jnp.float32) + jnp.einsum("nkj,j->nk", jnp.asarray(SUM_B, jnp.float32), x)
+    switches = g @ (jnp.asarray(SUM_H, jnp.float32) + jnp.asarray(SUM_D, jnp.float32) @ x) + SUM_J * g[0] * g[1]
+    return -0.5 * jnp.sum(x**2) + jnp.sum(c * rows) + switches
+
+
+def test_a_block_summed_out_of_the_continuous_moves_keeps_the_joint_exact():
+    """ "auto" draws c whole from its exact conditional and sums it out of NUTS's moves of x (a
+    collapsed Gibbs sweep); c's draw follows x's move directly, though c comes first among the
+    parts (drawn before x, the sweep would pair x with a stale c): the discrete marginal and the
+    moments of x are exact."""
+    start = {"x": jnp.zeros(2), "c": jnp.tile(jnp.array([1.0, 0.0, 0.0]), (2, 1)), "g": jnp.zeros(2)}
+    target = gradmc.from_function(summed_log_density, init=start, space={"c": Categorical(3, 2), "g": Binary(2)})
+    trace = gradmc.sample(target, "auto", **{**RUN, "seed": 2})
+    assert trace.sampler == "g=ncg, x=nuts (summing out c), c=linear-gibbs"
+    assert trace.warnings == [] and trace.options["x"]["collapse"] == "c"
+    probs, means = np.zeros((3, 3, 2, 2)), np.zeros((3, 3, 2, 2, 2))
+    for k0, k1, g0, g1 in itertools.product(range(3), range(3), (0, 1), (0, 1)):
+        g = np.array([g0, g1], float)
+        mean = SUM_B[0, k0] + SUM_B[1, k1] + SUM_D.T @ g
+        probs[k0, k1, g0, g1] = np.exp(SUM_A[0, k0] + SUM_A[1, k1] + SUM_H @ g + SUM_J * g0 * g1 + 0.5 * mean @ mean)
+        means[k0, k1, g0, g1] = mean
+    probs /= probs.sum()
+    posterior = trace.posterior()
+    discrete = np.concatenate([posterior["c"], posterior["g"]], axis=-1).astype(float)
+    joint = np.zeros((3,) * 4)
+    joint[:, :, :2, :2] = probs
+    assert_tv_within_bound(discrete, ExactDistribution(np.arange(3.0), 4, joint.ravel(order="F"), 0.0), p=0.01)
+    weights, centres = probs.ravel(), means.reshape(-1, 2)
+    mean = weights @ centres
+    cov = np.eye(2) + (centres - mean).T @ (weights[:, None] * (centres - mean))
+    assert_moments_match(posterior["x"], mean, cov, p=0.01)
+    # each draw of c goes with its x: E[x 1{c_n = k}], which a c drawn before x's move would miss
+    picked = np.stack([np.arange(3) == k for k in range(3)])  # (k, value)
+    cross = np.zeros((2, 3, 2))
+    for (k0, k1, g0, g1), w in np.ndenumerate(probs):
+        cross[0, k0] += w * means[k0, k1, g0, g1]
+        cross[1, k1] += w * means[k0, k1, g0, g1]
+    together = posterior["x"][..., None, None, :] * picked[posterior["c"]][..., None]  # (chain, draw, n, k, 2)
+    assert_moments_match(together.reshape(*together.shape[:2], -1), cross.ravel(), p=0.01)
+    assert "summing" not in gradmc.composed.composed_sampler(target, {"collapse": "off"}).name
+
+
+def test_a_block_summed_out_as_linear_that_is_not_is_reported(target, monkeypatch):
+    """Were the probe to read z as linear (its log density is quadratic in it), the continuous
+    moves would sum it out wrongly: its own draws' MH test rejects some, and the run says so."""
+    from gradmc import composed
+
+    monkeypatch.setattr(
+        composed, "part_shapes", lambda *_: composed.PartShapes(frozenset(), frozenset(), frozenset({"z"}))
+    )
+    with pytest.warns(gradmc.RunWarning, match="block z was summed out of mu's moves as if"):
+        trace = gradmc.sample(target, {"g": "gibbs"}, **{**RUN, "num_warmup": 200, "num_draws": 300})
+    assert trace.options["mu"]["collapse"] == "z"
+    assert any("not exact; run with {'collapse': 'off'}" in line for line in trace.warnings)
+
+
 @pytest.mark.slow
 def test_one_sampler_per_block_is_exact_and_frozen_after_warmup(target):
     choice = {"mu": "mala", ("g",): ("gibbs", 3), "z": gradmc.sampler("gwg", num_flips=1)}
@@ -255,7 +325,7 @@ def test_mixed_models_page_examples_run_clean():
     assert np.bincount(namespace["trace"].posterior()["s"].ravel()).argmax() == 25
     assert namespace["count_trace"].sampler == "rate=nuts, size=ordinal-ncg"
     assert abs(namespace["count_trace"].posterior()["size"].mean() - 21.08) < 1.0
-    assert namespace["mixture_trace"].sampler == "x=nuts, z=linear-gibbs"
+    assert namespace["mixture_trace"].sampler == "x=nuts (summing out z), z=linear-gibbs"
     assert np.all(namespace["mixture_trace"].params["joint"])  # "auto" kept the mode shift
     assignments = namespace["mixture_trace"].posterior()["z"].ravel()
     assert np.allclose(np.bincount(assignments, minlength=3) / assignments.size, namespace["weights"], atol=0.05)
@@ -304,6 +374,8 @@ def test_command_line_one_sampler_per_part(tmp_path, capsys):
     assert re.search(r"gamma \(3 entries pooled\): .*; R-hat at most \d\.\d{3}, bulk ESS at least \d+", out)
     assert main([*argv, "--sampler", "gamma=auto", "--option", "gamma.steps=2", "--out", str(tmp_path / "d")]) == 0
     assert "beta=nuts, gamma=ncg on" in capsys.readouterr().out
+    assert main([*argv, "--sampler", "collapse=off,whiten=off", "--out", str(tmp_path / "f")]) == 0
+    assert "beta=nuts, gamma=" in capsys.readouterr().out
     assert main([*argv, "--sampler", "joint=mode-shift", "--out", str(tmp_path / "e")]) == 0
     assert "beta=nuts, gamma=gibbs, joint=mode-shift on" in capsys.readouterr().out
     assert main([*argv, "--sampler", "joint=shift", "--out", str(tmp_path / "e")]) == 2

@@ -224,7 +224,9 @@ def test_a_plate_of_indexed_labels_moves_by_blocked_gibbs_exactly():
     target = gradmc.from_numpyro(shifted_mixture, X_PLATE)
     assert list(target.metadata["site_terms"]) == ["z"]
     trace = gradmc.sample(target, "auto", num_warmup=500, num_draws=2000, seed=4, progress=False)
-    assert trace.sampler == "mu=nuts, z=plate-gibbs"  # centres[z]: no gradient, but a plate of independent labels
+    assert (
+        trace.sampler == "mu=nuts (summing out z), z=plate-gibbs"
+    )  # centres[z]: no gradient, but a plate of independent labels
     probs, means, second = np.zeros((3,) * 3), 0.0, 0.0
     cov = np.eye(3) + np.ones((3, 3))
     for z in itertools.product(range(3), repeat=3):
@@ -278,7 +280,7 @@ def test_labels_in_nested_plates_move_by_blocked_gibbs_exactly():
 
     target = gradmc.from_numpyro(grid_of_labels, X_GRID)
     trace = gradmc.sample(target, "auto", num_warmup=300, num_draws=2000, seed=1, progress=False)
-    assert trace.sampler == "mu=nuts, z=plate-gibbs"
+    assert trace.sampler == "mu=nuts (summing out z), z=plate-gibbs"
     probs = np.zeros((2,) * 4)
     for z in itertools.product(range(2), repeat=4):
         residual = X_GRID.ravel() - PAIR[list(z)]
@@ -318,7 +320,7 @@ def test_two_valued_labels_that_index_an_array_are_sampled_exactly():
     trace = gradmc.sample(
         gradmc.from_numpyro(two_label_mixture, X_PLATE), "auto", num_warmup=500, num_draws=2000, seed=4, progress=False
     )
-    assert trace.sampler == "mu=nuts, z=plate-gibbs"
+    assert trace.sampler == "mu=nuts (summing out z), z=plate-gibbs"
     probs = np.zeros((2,) * 3)
     for z in itertools.product(range(2), repeat=3):
         probs[z] = np.prod(W_PAIR[list(z)]) * multivariate_normal.pdf(X_PLATE - PAIR[list(z)], cov=np.eye(3) + 1.0)

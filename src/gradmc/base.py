@@ -65,6 +65,10 @@ JOINT = "joint"
 #: block moves in coordinates fitted to its conditional (:mod:`gradmc.whitening`).
 WHITEN = "whiten"
 
+#: The key of a composed sampler's choice, and of its continuous block's options, that says which
+#: discrete blocks the continuous block's moves sum out (:func:`gradmc.composed.summed_out`).
+COLLAPSE = "collapse"
+
 
 class RunWarning(UserWarning):
     """A problem found in a run or in setting one up (unconverged chains, few effective

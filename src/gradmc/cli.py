@@ -62,9 +62,10 @@ def _sampler_choice(gradmc, text: str, pairs: list[str] | None):
     two parts together; ``--option gamma.step_size=0.1``, and ``gamma.steps=20`` for the kernel
     steps per sweep; ``joint=mode-shift`` makes the joint move of every block, :mod:`gradmc.mode_shift`,
     in every sweep, ``joint=none`` never, ``joint=auto`` where warm-up finds it worth its cost;
-    ``whiten=on``, ``off`` or ``auto`` sets :mod:`gradmc.whitening` of the continuous block).
+    ``whiten=on``, ``off`` or ``auto`` sets :mod:`gradmc.whitening` of the continuous block;
+    ``collapse=off`` keeps every discrete block in the continuous block's moves).
     """
-    from gradmc.base import JOINT, WHITEN
+    from gradmc.base import COLLAPSE, JOINT, WHITEN
 
     if "=" not in text:
         if text.strip() == "auto":
@@ -83,7 +84,7 @@ def _sampler_choice(gradmc, text: str, pairs: list[str] | None):
     for label, name in blocks.items():
         parts = tuple(part.strip() for part in label.split("+"))
         own = options[label]
-        if label in (JOINT, WHITEN):  # a setting of the whole sweep, not a sampler of a part
+        if label in (JOINT, WHITEN, COLLAPSE):  # a setting of the whole sweep, not a sampler of a part
             if own:
                 raise ValueError(f"--option {label}.*: the {label!r} setting takes no options")
             choice[label] = name

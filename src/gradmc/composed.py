@@ -15,6 +15,12 @@ discrete sampler's step size, learned preconditioner or number of flips); the ke
 use the frozen kernels. ``trace.params`` holds each block's learned parameters under its
 label (``"beta"``, or ``"mu+sigma"`` for a group).
 
+Where a discrete block is drawn whole from its exact conditional (``"linear-gibbs"`` on a log
+density linear in it, ``"plate-gibbs"`` on a plate of sites independent given the rest), the
+continuous block's moves sum it out (:func:`summed_out`), and its draw follows them directly: a
+collapsed Gibbs sweep, in which the continuous block moves on its marginal, free of the ridge
+that fixing the discrete values puts it on (``{"collapse": "off"}`` keeps it in).
+
 Where the blocks hold each other in place, a joint move of every block before the sweep
 (:mod:`gradmc.mode_shift`) moves them together: asked for in every sweep
 (``{"joint": "mode-shift"}``), or, by ``"auto"``, tried in the third quarter of the warm-up
@@ -36,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc import mode_shift, whitening
-from gradmc.base import JOINT, WHITEN, BoundSampler, Sampler, Shared, Target, step_stats
+from gradmc.base import COLLAPSE, JOINT, WHITEN, BoundSampler, Sampler, Shared, Target, step_stats
 from gradmc.chains import pool_chains
 from gradmc.discrete import ffbs
 from gradmc.discrete.plate_gibbs import SITE_TERMS
@@ -106,6 +112,13 @@ AUTO_JOINT_MAX_CONTINUOUS = 64
 #: site changes the continuous block's conditional spread by more than :data:`WHITEN_SPREAD`
 #: (``"auto"``, the default), always, or never.
 WHITEN_CHOICES = (AUTO, "on", "off")
+#: The values of the choice's ``"collapse"`` key: the continuous block moves with every discrete
+#: block drawn whole from its exact conditional (``"linear-gibbs"``, ``"plate-gibbs"``) summed out
+#: (``"auto"``, the default), or with none. Measured on the spike and slab of benchmarks/mixed.py
+#: (4 × (1,000 + 2,000), seeds 0 and 1): the switches' smallest ESS was 4,830 and 6,290 with
+#: them summed out of the coefficients' NUTS moves, 2,680 and 2,850 without, at the same cost
+#: per draw.
+COLLAPSE_CHOICES = (AUTO, "off")
 #: ``"auto"`` whitens the continuous block where moving one discrete site changes a
 #: coordinate's conditional standard deviation by more than this factor
 #: (:func:`gradmc.whitening.spread_change`). Measured at the start of each model of
@@ -541,6 +554,42 @@ def _combined_stats(stats: list, labels: list[str], refreshes: int):
     )
 
 
+def summed_out(logdensity_fn: Callable, summed: list[Block], site_terms: Mapping[str, Callable]) -> Callable:
+    """``log Σ_{d_S} p(x, d_S, rest)``, a function of the flat position: the log density with the
+    blocks ``summed`` (their values in the position ignored) summed out, for the continuous
+    blocks' moves. A block the log density is linear in (``"linear-gibbs"``: f(d) = f(d₀) +
+    ∇f(d₀)ᵀ(d − d₀)) is summed from the gradient, site by site: Σₙ log Σ_v exp(∇ₙf · v) −
+    ∇f · d₀; a plate of sites independent given the rest (``"plate-gibbs"``, whose site terms
+    gₙ the target gives) from the terms at every value: Σₙ log Σ_v exp gₙ(v) − Σₙ gₙ(d₀ₙ).
+    Values whose term is NaN or +∞ count as impossible, as the blocks' own draws count them.
+    """
+    linear = [block for block in summed if block.sampler.name == LINEAR_CHOICE]
+    plates = [block for block in summed if block.sampler.name == PLATE_CHOICE]
+
+    def possible(terms):
+        return jnp.where(jnp.isnan(terms) | (terms == jnp.inf), -jnp.inf, terms)
+
+    def marginal(position):
+        if linear:
+            value, grad = jax.value_and_grad(logdensity_fn)(position)
+        else:
+            value = logdensity_fn(position)
+        for block in linear:
+            space = block.space
+            g = grad[block.index].reshape(space.d, -1)  # one row per site
+            values = jnp.asarray(space.values, position.dtype).reshape(space.num_values, -1)
+            current = position[block.index].reshape(space.d, -1)
+            value = value + jnp.sum(jax.nn.logsumexp(g @ values.T, axis=-1)) - jnp.sum(g * current)
+        for block in plates:
+            terms = site_terms[block.parts[0]]
+            values = jnp.asarray(block.space.values, position.dtype)
+            table = jax.vmap(lambda v, terms=terms, block=block: terms(position.at[block.index].set(v)))(values)
+            value = value + jnp.sum(jax.nn.logsumexp(possible(table), axis=0)) - jnp.sum(terms(position))
+        return value
+
+    return marginal
+
+
 def _repeated(move, bound: BoundSampler, steps: int, key, state, i: int):
     """``steps`` kernel steps of block ``i`` (``move(bound, key, state, i, j)`` for step j);
     the statistics of the last, with the evaluations summed and the acceptance rate averaged.
@@ -571,14 +620,19 @@ def _build(
     joint: str | None = None,
     whiten: bool = False,
     carried: np.ndarray | None = None,
+    summed: tuple[str, ...] = (),
 ) -> BoundSampler:
     """The :class:`BoundSampler` of a Gibbs sweep over ``layout``'s blocks (module doc),
     preceded by joint moves of every block (:mod:`gradmc.mode_shift`): in every sweep when
     ``joint`` is its name, after the warm-up sweeps that judged it worth its cost when it is
     :data:`JUDGED`, never when it is None. The moves carry the continuous entries ``carried``
-    (default: all) and hold the others.
+    (default: all) and hold the others. The continuous blocks move on the log density with the
+    discrete blocks labelled in ``summed`` summed out (:func:`summed_out`): each sweep then
+    draws those blocks from their exact conditional given the continuous ones, a collapsed
+    Gibbs sweep.
     """
     site_terms = _site_terms(target)
+    marginal = summed_out(target.logdensity_fn, [b for b in layout if b.label in summed], site_terms)
     continuous = np.concatenate([block.index for block in layout if not block.space.is_discrete] or [[]]).astype(int)
     carried = continuous if carried is None else carried
     discrete = [(block.index, block.space) for block in layout if block.space.is_discrete]
@@ -600,8 +654,10 @@ def _build(
     )
 
     def bound(block: Block, position, frame=None) -> BoundSampler:
+        logdensity_fn = marginal if summed and not block.space.is_discrete else target.logdensity_fn
+
         def conditional(x):
-            return target.logdensity_fn(position.at[block.index].set(jnp.ravel(x)))
+            return logdensity_fn(position.at[block.index].set(jnp.ravel(x)))
 
         metadata = {}
         if block.parts[0] in site_terms and len(block.parts) == 1:
@@ -792,6 +848,13 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
             f"the whitening {{!r}} does not exist; the choices are: {AUTO} (where one discrete site changes the "
             "continuous block's conditional spread; the default), on, off",
         ),
+        (
+            COLLAPSE,
+            {True: AUTO, False: "off"},
+            COLLAPSE_CHOICES,
+            f"the collapse {{!r}} does not exist; the choices are: {AUTO} (the continuous block's moves sum out "
+            "every discrete block drawn whole from its exact conditional; the default), off",
+        ),
     ):
         settings[key] = AUTO
         if isinstance(choice, Mapping) and key in choice and key not in target.space.parts:
@@ -800,16 +863,17 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
             settings[key] = aliases.get(value, value) if isinstance(value, bool | None) else value
             if settings[key] not in choices:
                 raise ValueError(what.format(value))
-    joint, whiten = settings[JOINT], settings[WHITEN]
+    joint, whiten, collapse = settings[JOINT], settings[WHITEN], settings[COLLAPSE]
     # The structural probes compare products of the log density with tolerances near float32's
     # rounding: on a GPU, float32 matrix products default to TF32's 10-bit mantissa, which would
     # read as couplings that are not there.
     start = functools.cache(lambda: target.draw_initial(jax.random.key(0)))  # where every probe reads
+    shapes = functools.cache(lambda: part_shapes(target, start()))
     with jax.default_matmul_precision("highest"):
         layout = blocks(
             target.space,
             choice,
-            functools.cache(lambda: part_shapes(target, start())),
+            shapes,
             frozenset(_site_terms(target)),
             functools.cache(lambda: chain_parts(target, start())),
         )
@@ -835,12 +899,35 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
             spread = whitening.spread_change(target, real[0].index, start()) if small and len(real) == 1 else 1.0
         whiten = "on" if spread > WHITEN_SPREAD else "off"
     whiten = whiten == "on"
+
+    def sums_exactly(block: Block) -> bool:  # draws the whole block exactly: by site terms, or a linear density
+        if block.sampler.name == LINEAR_CHOICE:
+            with jax.default_matmul_precision("highest"):
+                return set(block.parts) <= shapes().linear
+        return block.sampler.name == PLATE_CHOICE
+
+    # One block at most (two linear blocks may interact, which their gradients at the current values
+    # would not sum out), beside one continuous block that is not whitened (whitening's frame follows
+    # the discrete values, which the continuous moves must not see); the summed block's draw follows
+    # the continuous block's move directly, so no other block reads its stale values in between.
+    summed = ()
+    if collapse == AUTO and not whiten and len(real) == 1:
+        summable = [block for block in layout if block.space.is_discrete and sums_exactly(block)]
+        if len(summable) == 1:
+            summed = (summable[0].label,)
+            rest = [block for block in layout if block is not real[0] and block is not summable[0]]
+            layout = rest + [real[0], summable[0]]
+    sums_out = f" (summing out {'+'.join(summed)})" if summed else ""
     name = ", ".join(
-        f"{block.label}={block.sampler.name}" + (" (whitened)" if whiten and block in real else "") for block in layout
+        f"{block.label}={block.sampler.name}"
+        + (" (whitened)" if whiten and block in real else "")
+        + (sums_out if block in real else "")
+        for block in layout
     )
     options = {
         block.label: {"sampler": block.sampler.name, "steps": block.steps, **block.sampler.options}
         | ({WHITEN: True} if whiten and block in real else {})
+        | ({COLLAPSE: "+".join(summed)} if summed and block in real else {})
         for block in layout
     }
     if joint == mode_shift.NAME:
@@ -860,6 +947,6 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
             )
 
     def build(target: Target, num_warmup: int, **_):
-        return _build(target, num_warmup, layout, joint, whiten, carried)
+        return _build(target, num_warmup, layout, joint, whiten, carried, summed)
 
     return Sampler(name, options, build)

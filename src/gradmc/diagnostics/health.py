@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from gradmc.base import FALLBACK, JOINT, RunWarning
+from gradmc.base import COLLAPSE, FALLBACK, JOINT, RunWarning
+from gradmc.composed import LINEAR_CHOICE
 from gradmc.diagnostics._common import arviz
 from gradmc.registry import Entry, Tuned, samplers
 from gradmc.spaces import Count, Product
@@ -756,6 +757,33 @@ def _joint_moved(trace: Trace) -> bool:
     return "when" not in joint or bool(np.any(np.asarray(trace.params.get(JOINT, False))))
 
 
+#: A block summed out of the continuous moves as linear whose draws were accepted less often than
+#: this (its exact-conditional draw is accepted always where the log density is linear in it)
+#: was not linear there.
+SUMMED_ACCEPTANCE = 0.999
+
+
+def _summed_out_problems(trace: Trace) -> list[str]:
+    """A block the continuous moves summed out as linear in it (:func:`gradmc.composed.summed_out`)
+    whose own draws say it is not: their MH test rejected some, where linearity accepts all.
+    """
+    found = []
+    for label, choice in trace.options.items() if isinstance(trace.options, dict) else ():
+        summed = choice.get(COLLAPSE) if isinstance(choice, dict) else None
+        for part in summed.split("+") if isinstance(summed, str) else ():
+            accept = trace.stats.get(f"{part}.acceptance_rate")
+            if trace.options.get(part, {}).get("sampler") != LINEAR_CHOICE or accept is None:
+                continue
+            rate = float(np.nanmean(np.asarray(accept)))
+            if rate < SUMMED_ACCEPTANCE:
+                found.append(
+                    f"block {part} was summed out of {label}'s moves as if the log density were linear in it, but "
+                    f"its exact-conditional draws were accepted at a rate of {rate:.4f}, not 1: it is not linear "
+                    f"there, and the draws are not exact; run with {{'{COLLAPSE}': 'off'}} (--sampler {COLLAPSE}=off)"
+                )
+    return found
+
+
 def _block_problems(trace: Trace, unmixed: bool) -> list[str]:
     """Each block's failed adaptation, stuck chains and acceptance far from its aim, its
     lines starting ``block LABEL (SAMPLER):``. Beside a joint move (:mod:`gradmc.mode_shift`),
@@ -815,7 +843,7 @@ def run_warnings(trace: Trace, entry: Entry | None = None) -> list[str]:
     found, failed = _warmup(trace, judged, unmixed)
     stuck_lines, stuck = _stuck(trace, frozen, entry, unmixed)
     found += stuck_lines + _transitions(trace, judged) + mixing + _acceptance(trace, judged, failed | stuck)
-    found += _block_problems(trace, unmixed) + _counts_cut_off(trace)
+    found += _block_problems(trace, unmixed) + _summed_out_problems(trace) + _counts_cut_off(trace)
     return [f"{trace.sampler}: {line}" for line in found]
 
 
