@@ -119,6 +119,12 @@ WHITEN_CHOICES = (AUTO, "on", "off")
 #: them summed out of the coefficients' NUTS moves, 2,680 and 2,850 without, at the same cost
 #: per draw.
 COLLAPSE_CHOICES = (AUTO, "off")
+#: ``"auto"`` sums a plate block out only where its sites have at most this many values: each log
+#: density of the continuous block then evaluates the site terms at every value. On an N-mixture
+#: (50 counts of 61 values, 4 × (500 + 1,000)) summing them out raised the rates' smallest ESS
+#: from 54 to 738 but took 14.7 s of sampling where 0.55 s did before, and 42 s end to end;
+#: NumPyro's enumeration (``infer={"enumerate": "parallel"}``) sums them in 1.7 s.
+COLLAPSE_MAX_VALUES = 8
 #: ``"auto"`` whitens the continuous block where moving one discrete site changes a
 #: coordinate's conditional standard deviation by more than this factor
 #: (:func:`gradmc.whitening.spread_change`). Measured at the start of each model of
@@ -904,7 +910,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
         if block.sampler.name == LINEAR_CHOICE:
             with jax.default_matmul_precision("highest"):
                 return set(block.parts) <= shapes().linear
-        return block.sampler.name == PLATE_CHOICE
+        return block.sampler.name == PLATE_CHOICE and block.space.num_values <= COLLAPSE_MAX_VALUES
 
     # One block at most (two linear blocks may interact, which their gradients at the current values
     # would not sum out), beside one continuous block that is not whitened (whitening's frame follows
