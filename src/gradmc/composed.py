@@ -900,11 +900,6 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
             f"given the discrete blocks; {target.name!r} has {len(real)} continuous blocks"
             + ("" if both_kinds else " and blocks of one kind only")
         )
-    if whiten == AUTO:
-        with jax.default_matmul_precision("highest"):
-            spread = whitening.spread_change(target, real[0].index, start()) if small and len(real) == 1 else 1.0
-        whiten = "on" if spread > WHITEN_SPREAD else "off"
-    whiten = whiten == "on"
 
     def sums_exactly(block: Block) -> bool:  # draws the whole block exactly: by site terms, or a linear density
         if block.sampler.name == LINEAR_CHOICE:
@@ -914,15 +909,22 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
 
     # One block at most (two linear blocks may interact, which their gradients at the current values
     # would not sum out), beside one continuous block that is not whitened (whitening's frame follows
-    # the discrete values, which the continuous moves must not see); the summed block's draw follows
-    # the continuous block's move directly, so no other block reads its stale values in between.
-    summed = ()
-    if collapse == AUTO and not whiten and len(real) == 1:
+    # the discrete values, which the continuous moves must not see): summing out comes first, and
+    # "auto" then leaves whitening off. The summed block's draw follows the continuous block's move
+    # directly, so no other block reads its stale values in between.
+    summable = []
+    if collapse == AUTO and whiten != "on" and len(real) == 1:
         summable = [block for block in layout if block.space.is_discrete and sums_exactly(block)]
-        if len(summable) == 1:
-            summed = (summable[0].label,)
-            rest = [block for block in layout if block is not real[0] and block is not summable[0]]
-            layout = rest + [real[0], summable[0]]
+    summed = (summable[0].label,) if len(summable) == 1 else ()
+    if summed:
+        rest = [block for block in layout if block is not real[0] and block is not summable[0]]
+        layout = rest + [real[0], summable[0]]
+    if whiten == AUTO:
+        whitenable = small and len(real) == 1 and not summed
+        with jax.default_matmul_precision("highest"):
+            spread = whitening.spread_change(target, real[0].index, start()) if whitenable else 1.0
+        whiten = "on" if spread > WHITEN_SPREAD else "off"
+    whiten = whiten == "on"
     sums_out = f" (summing out {'+'.join(summed)})" if summed else ""
     name = ", ".join(
         f"{block.label}={block.sampler.name}"
