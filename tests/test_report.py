@@ -63,3 +63,10 @@ def test_value_frequencies_of_discrete_variables():
     r_hat, ess = np.array([1.2, np.nan, np.nan, np.nan, 1.0]), np.array([3.0, np.nan, np.nan, np.nan, 8.0])
     lines = report.format_value_frequencies(posterior, max_values=2, r_hat=r_hat, ess=ess).splitlines()
     assert lines[1].endswith("values); R-hat 1.200, bulk ESS 3") and lines[2].endswith("0 100.0%")
+
+
+def test_the_mode_shift_s_moves_show_only_where_warm_up_kept_it():
+    params = {"beta": {"step_size": np.full(2, 0.5)}, "joint": np.zeros(2, bool), "joint_moves": np.zeros(2, int)}
+    assert report.format_params(params) == "learned in warm-up: beta: step_size 0.5"
+    params.update(joint=np.ones(2, bool), joint_moves=np.full(2, 3))
+    assert report.format_params(params) == "learned in warm-up: beta: step_size 0.5; joint on; joint_moves 3"

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from gradmc.base import JOINT
 from gradmc.compare import COMPARE_COLUMNS, COMPARE_LEGEND, COMPARE_TITLES, RANKING
+from gradmc.composed import JOINT_MOVES
 from gradmc.diagnostics._common import coord_names
 
 __all__ = [
@@ -106,7 +108,10 @@ def _learned(params, prefix: str = "") -> list[str]:
     """
     items = params._asdict().items() if hasattr(params, "_asdict") else dict(params).items()
     parts = []
+    joint_on = dict(items).get(JOINT)
     for name, value in items:
+        if name == JOINT_MOVES and joint_on is not None and not np.asarray(joint_on).any():
+            continue  # the mode shift's moves per sweep, where warm-up left it off
         if isinstance(value, dict):
             inner = _learned(value)
             parts.append(f"{prefix}{name}: " + (", ".join(inner) if inner else "nothing"))
