@@ -873,7 +873,13 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     # The structural probes compare products of the log density with tolerances near float32's
     # rounding: on a GPU, float32 matrix products default to TF32's 10-bit mantissa, which would
     # read as couplings that are not there.
-    start = functools.cache(lambda: target.draw_initial(jax.random.key(0)))  # where every probe reads
+    precision = jax.config.jax_default_matmul_precision
+
+    @functools.cache
+    def start():  # where every probe reads, drawn at the caller's precision: its program (a NumPyro model's,
+        with jax.default_matmul_precision(precision):  # which from_numpyro compiled) then runs as compiled
+            return target.draw_initial(jax.random.key(0))
+
     shapes = functools.cache(lambda: part_shapes(target, start()))
     with jax.default_matmul_precision("highest"):
         layout = blocks(

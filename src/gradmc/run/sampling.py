@@ -110,6 +110,13 @@ def _compiling(bar):
         bar.set_description_str(desc)
 
 
+#: Up to this many chains, their starts are drawn one by one: a target's start that is already
+#: compiled (``from_numpyro``'s, which it draws to read the model) runs as it is, where drawing
+#: them all at once compiles it again, batched (about 1 s on the change point of
+#: benchmarks/mixed.py); beyond it, one batched program.
+LOOPED_STARTS = 16
+
+
 def initial_positions(target: Target, num_chains: int, key: jax.Array, init=None) -> jax.Array:
     """Starting positions, shape ``(num_chains, *event_shape)``, checked against the target.
 
@@ -129,7 +136,11 @@ def initial_positions(target: Target, num_chains: int, key: jax.Array, init=None
     """
     shape = target.space.event_shape
     if init is None:
-        positions = jax.jit(jax.vmap(target.draw_initial))(jax.random.split(key, num_chains))
+        keys = jax.random.split(key, num_chains)
+        if num_chains <= LOOPED_STARTS:  # a compiled start (a NumPyro model's) runs as compiled, not compiled again
+            positions = jnp.stack([jnp.asarray(target.draw_initial(k)) for k in keys])
+        else:
+            positions = jax.jit(jax.vmap(target.draw_initial))(keys)
     else:
         arr = np.asarray(init)
         if arr.shape == shape:
