@@ -110,10 +110,10 @@ def _compiling(bar):
         bar.set_description_str(desc)
 
 
-#: Up to this many chains, their starts are drawn one by one: a target's start that is already
-#: compiled (``from_numpyro``'s, which it draws to read the model) runs as it is, where drawing
-#: them all at once compiles it again, batched (about 1 s on the change point of
-#: benchmarks/mixed.py); beyond it, one batched program.
+#: Up to this many chains, a start that is a compiled function (``from_numpyro``'s on a model with
+#: discrete sites, which it draws to read the model) is drawn one chain at a time, as compiled,
+#: where drawing them all at once compiles it again, batched (about 1 s on the change point of
+#: benchmarks/mixed.py); other starts, and more chains, are one batched program.
 LOOPED_STARTS = 16
 
 
@@ -137,8 +137,9 @@ def initial_positions(target: Target, num_chains: int, key: jax.Array, init=None
     shape = target.space.event_shape
     if init is None:
         keys = jax.random.split(key, num_chains)
-        if num_chains <= LOOPED_STARTS:  # a compiled start (a NumPyro model's) runs as compiled, not compiled again
-            positions = jnp.stack([jnp.asarray(target.draw_initial(k)) for k in keys])
+        compiled = hasattr(target.initial_position, "lower")  # a jax.jit function (a NumPyro model's start)
+        if compiled and num_chains <= LOOPED_STARTS:  # runs as compiled, not compiled again
+            positions = jnp.stack([jnp.asarray(target.initial_position(k)) for k in keys])
         else:
             positions = jax.jit(jax.vmap(target.draw_initial))(keys)
     else:
