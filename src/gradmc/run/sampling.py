@@ -137,9 +137,10 @@ def initial_positions(target: Target, num_chains: int, key: jax.Array, init=None
     shape = target.space.event_shape
     if init is None:
         keys = jax.random.split(key, num_chains)
-        compiled = hasattr(target.initial_position, "lower")  # a jax.jit function (a NumPyro model's start)
-        if compiled and num_chains <= LOOPED_STARTS:  # runs as compiled, not compiled again
-            positions = jnp.stack([jnp.asarray(target.initial_position(k)) for k in keys])
+        start = target.initial_position
+        # a jax.jit function (a NumPyro model's start) runs as compiled, not compiled again
+        if start is not None and hasattr(start, "lower") and num_chains <= LOOPED_STARTS:
+            positions = jnp.stack([jnp.asarray(start(k)) for k in keys])
         else:
             positions = jax.jit(jax.vmap(target.draw_initial))(keys)
     else:
