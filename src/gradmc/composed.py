@@ -112,12 +112,11 @@ AUTO_JOINT_MAX_CONTINUOUS = 64
 #: site changes the continuous block's conditional spread by more than :data:`WHITEN_SPREAD`
 #: (``"auto"``, the default), always, or never.
 WHITEN_CHOICES = (AUTO, "on", "off")
-#: The values of the choice's ``"collapse"`` key: the continuous block moves with every discrete
+#: The values of the choice's ``"collapse"`` key: the continuous block moves with the one discrete
 #: block drawn whole from its exact conditional (``"linear-gibbs"``, ``"plate-gibbs"``) summed out
 #: (``"auto"``, the default), or with none. Measured on the spike and slab of benchmarks/mixed.py
-#: (4 × (1,000 + 2,000), seeds 0 and 1): the switches' smallest ESS was 4,830 and 6,290 with
-#: them summed out of the coefficients' NUTS moves, 2,680 and 2,850 without, at the same cost
-#: per draw.
+#: (4 × (1,000 + 2,000), seeds 0, 1 and 2): the switches' smallest ESS was 7,100, 6,240 and 4,000
+#: with them summed out of the coefficients' NUTS moves, 2,680, 2,850 and 2,590 without.
 COLLAPSE_CHOICES = (AUTO, "off")
 #: ``"auto"`` sums a plate block out only where its sites have at most this many values: each log
 #: density of the continuous block then evaluates the site terms at every value. On an N-mixture
