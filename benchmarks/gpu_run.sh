@@ -10,6 +10,7 @@
 #   bash benchmarks/gpu_run.sh            # the full set, logs under $OUT (default ./out/gpu)
 #   QUICK=1 bash benchmarks/gpu_run.sh    # small sizes: checks the script end to end on a CPU
 #   MIXED=1 bash benchmarks/gpu_run.sh    # benchmarks/mixed.py on four models, 128 chains
+#     (MIXED_MODELS="hmm coal", MIXED_CHAINS, MIXED_WARMUP, MIXED_DRAWS, MIXED_LIMIT: other runs)
 #
 # Each benchmark runs under its own time limit, so one that overruns leaves the others'
 # figures; each log is written as it goes.
@@ -35,10 +36,11 @@ python3 -c "import jax, gradmc; print('jax', jax.__version__, jax.devices()); pr
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | tee "$OUT/gpu.txt"
 
 if [ "${MIXED:-0}" = 1 ]; then  # the mixed discrete-continuous models against NumPyro, many chains
-  for model in coal ssvs logistic hmm; do
-    # 500 + 1,000 steps left NumPyro's kernels unfinished at 110 s on an H200: a shorter run
-    run 130 "mixed_$model" python3 benchmarks/mixed.py --models "$model" --chains "${MIXED_CHAINS:-128}" \
-      --warmup 300 --draws 600 --reference-draws 1200
+  # 500 + 1,000 steps left NumPyro's kernels unfinished at 110 s on an H200: a shorter run
+  for model in ${MIXED_MODELS:-coal ssvs logistic hmm}; do
+    run "${MIXED_LIMIT:-130}" "mixed_$model" python3 benchmarks/mixed.py --models "$model" \
+      --chains "${MIXED_CHAINS:-128}" --warmup "${MIXED_WARMUP:-300}" --draws "${MIXED_DRAWS:-600}" \
+      --reference-draws 1200
   done
 elif [ "${QUICK:-0}" = 1 ]; then
   run 300 step_cost python3 benchmarks/hams_step_cost.py --quick --parts c

@@ -82,6 +82,14 @@ def test_rhat_names_the_worst_coordinates(iid):
     assert "x[0]" not in line
 
 
+def test_coordinates_that_share_a_name_are_listed_once():
+    # the one-hot entries of one categorical site carry the site's name: it is shown once
+    labels = ["z[4] (17.7)", "z[4] (17.7)", "z[9] (12.2)"]
+    assert health._listing(labels, 11) == "z[4] (17.7), z[9] (12.2) (+8 more)"
+    assert health._listing(["a", "b", "c", "d"]) == "a, b, c (+1 more)"
+    assert health._listing(["a", "b"]) == "a, b"
+
+
 def test_low_ess_is_flagged_and_names_bulk_and_tail():
     rng = np.random.default_rng(2)
     x = np.cumsum(rng.standard_normal((4, 200, 2)), axis=1) * 0.01 + rng.standard_normal((4, 200, 2))

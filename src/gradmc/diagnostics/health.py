@@ -103,12 +103,14 @@ _SHOWN = 3
 
 
 def _listing(labels: Sequence[str], total: int | None = None) -> str:
-    """``"a, b, c (+4 more)"``: the first :data:`_SHOWN` labels and a count of the rest
-    (``total`` items in all, default ``len(labels)``).
+    """``"a, b, c (+4 more)"``: the first :data:`_SHOWN` distinct labels and a count of the
+    other items (``total`` items in all, default ``len(labels)``). Items may share a label (the
+    one-hot entries of one categorical site): each label is shown once.
     """
     total = len(labels) if total is None else total
-    shown = ", ".join(labels[:_SHOWN])
-    return shown + (f" (+{total - _SHOWN} more)" if total > _SHOWN else "")
+    shown = list(dict.fromkeys(labels))[:_SHOWN]
+    covered = sum(label in shown for label in labels)
+    return ", ".join(shown) + (f" (+{total - covered} more)" if total > covered else "")
 
 
 #: Names of flat coordinates: ``name(flat_indices) -> labels``.
