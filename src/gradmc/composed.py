@@ -739,22 +739,17 @@ def _build(
         too), or None where no whitened block moves before the discrete blocks.
         """
 
-        def shift(x):
+        def shift(x, num_moves=num_moves):
             moved, accepted, frame = mode_shift.mode_shift_moves(
                 key, x, target.logdensity_fn, carried, discrete, num_moves, labels
             )
             return moved, accepted, frame if share_frame else None
 
-        def stay(x):
-            return (
-                x,
-                jnp.int32(0),
-                mode_shift.conditional_mode(target.logdensity_fn, x, continuous) if share_frame else None,
-            )
-
         if on is True:
             return shift(x)
-        return jax.lax.cond(on, shift, stay, x)
+        if share_frame:  # no moves where it is off, only the frame: the same code (one copy of its Newton steps)
+            return shift(x, jnp.where(on, num_moves, 0))
+        return jax.lax.cond(on, shift, lambda x: (x, jnp.int32(0), None), x)
 
     def init(key, start):
         states = tuple(

@@ -188,14 +188,18 @@ def mode_shift_move(
     logdensity_fn: Callable,
     continuous: np.ndarray,
     discrete: Sequence[tuple[np.ndarray, DiscreteSpace]],
-    frame=None,
+    frame,
     labels: Sequence[bool] | None = None,
+    only_read=False,
 ):
     """One mode-shift move (module doc) of a flat position.
 
     Returns ``(position, accepted, (c, R))``, the last the conditional's mode and factor at the
     returned position's discrete values (what :mod:`gradmc.whitening` moves the continuous
-    block in).
+    block in). Where ``only_read`` (a flag, traced or not), nothing moves and ``(c, R)`` is
+    read at ``position`` (``frame`` is then not used): :func:`mode_shift_moves` gets its first
+    frame from the same code as its moves', so that a program holds one copy of the Newton
+    steps, whose compilation takes seconds.
 
     Parameters
     ----------
@@ -209,11 +213,13 @@ def mode_shift_move(
         Where the continuous entries sit.
     discrete : sequence of (ndarray, DiscreteSpace)
         Each discrete block: where its entries sit, and its space.
-    frame : tuple, optional
-        ``(c, R)`` at ``position``'s discrete values, where known (the last move's).
+    frame : tuple
+        ``(c, R)`` at ``position``'s discrete values (the last move's).
     labels : sequence of bool, optional
         For each discrete block, whether its values are labels, which a move may swap
         (default: the blocks on a :class:`~gradmc.spaces.Categorical` space).
+    only_read : bool or jax.Array
+        Make no move; read ``(c, R)`` at ``position``.
     """
     # the block, the site, the shift of its value, the test, whether to swap and the pair
     # swapped from one draw of six 32-bit words: each random call compiles to its own rounds
@@ -241,7 +247,8 @@ def mode_shift_move(
     labels = [isinstance(space, Categorical) for _, space in discrete] if labels is None else labels
     branches = [proposal_in(index, space, swaps) for (index, space), swaps in zip(discrete, labels, strict=True)]
     moved = jax.lax.switch((words[0] % len(branches)).astype(jnp.int32), branches, None)
-    mode, factor = conditional_mode(logdensity_fn, position, continuous) if frame is None else frame
+    moved = jnp.where(only_read, position, moved)
+    mode, factor = frame
     new_mode, new_factor = conditional_mode(logdensity_fn, moved, continuous)
     standardised = factor.T @ (position[continuous] - mode)  # N(0, I) where the conditional is Gaussian
     shifted = new_mode + jax.scipy.linalg.solve_triangular(new_factor.T, standardised, lower=False)
@@ -249,8 +256,10 @@ def mode_shift_move(
     proposed = moved.at[continuous].set(shifted)
     log_ratio = logdensity_fn(proposed) - logdensity_fn(position) + log_jacobian
     uniform = (words[3] >> 8).astype(jnp.float32) * 2.0**-24
-    accepted = jnp.log(uniform) < jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
-    frame = jax.tree.map(lambda new, old: jnp.where(accepted, new, old), (new_mode, new_factor), (mode, factor))
+    accepted = ~only_read & (jnp.log(uniform) < jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf))
+    frame = jax.tree.map(
+        lambda new, old: jnp.where(accepted | only_read, new, old), (new_mode, new_factor), (mode, factor)
+    )
     return jnp.where(accepted, proposed, position), accepted, frame
 
 
@@ -279,20 +288,21 @@ def mode_shift_moves(
     discrete : sequence of (ndarray, DiscreteSpace)
         Each discrete block: where its entries sit, and its space.
     num_moves : int or jax.Array
-        How many moves (a traced count runs as a loop of that length).
+        How many moves (a traced count runs as a loop of that length); none reads the frame at
+        ``position``.
     labels : sequence of bool, optional
         As :func:`mode_shift_move`'s.
     """
 
-    def one(i, carry):
+    def one(i, carry):  # step 0 reads the frame at the start; step i makes move i - 1
         position, accepted, frame = carry
         position, moved, frame = mode_shift_move(
-            jax.random.fold_in(key, i), position, logdensity_fn, continuous, discrete, frame, labels
+            jax.random.fold_in(key, i - 1), position, logdensity_fn, continuous, discrete, frame, labels, i == 0
         )
         return position, accepted + moved, frame
 
-    frame = conditional_mode(logdensity_fn, position, continuous)
-    return jax.lax.fori_loop(0, num_moves, one, (position, jnp.int32(0), frame))
+    unread = (jnp.zeros(continuous.shape, position.dtype), jnp.eye(continuous.size, dtype=position.dtype))
+    return jax.lax.fori_loop(0, num_moves + 1, one, (position, jnp.int32(0), unread))
 
 
 def most_moves(discrete: Sequence[tuple[np.ndarray, DiscreteSpace]]) -> int:
