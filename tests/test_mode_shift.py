@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import gradmc
-from gradmc import composed, mode_shift
+from gradmc import mode_shift
 from gradmc.enumeration import ExactDistribution
 from gradmc.spaces import Binary, Categorical
 from gradmc.testing import assert_moments_match, assert_tv_within_bound
@@ -91,24 +91,6 @@ def test_auto_switches_the_mode_shift_on_where_blockwise_sweeps_stick(target):
     judge_from = RUN["num_warmup"] // 2
     assert np.all(warm[:, :judge_from] == 0) and warm[:, judge_from:].mean() > 0.05
     check_exact(trace)
-
-
-def test_a_trial_that_warm_up_does_not_keep_leaves_every_chain_where_it_was(target, monkeypatch):
-    # the trial's moves take chains to other components, which blockwise sweeps never leave;
-    # judged not worth it, each chain goes back to where it was when the trial began
-    judge = composed.judge_joint
-
-    def never_kept(*args):
-        changed, accepted, evals, _, _ = judge(*args).value
-        return gradmc.base.Shared((changed, accepted, evals, jnp.bool_(False), jnp.int32(0)))
-
-    monkeypatch.setattr(composed, "judge_joint", never_kept)
-    trace = gradmc.sample(target, {"g": "gibbs", "z": "gibbs"}, **{**RUN, "num_draws": 100})
-    assert not np.any(trace.params["joint"])
-    warm = np.asarray(trace.warmup_stats["joint.acceptance_rate"])
-    judge_from, judge_to = RUN["num_warmup"] // 2, 3 * RUN["num_warmup"] // 4
-    assert warm[:, judge_from:judge_to].mean() > 0.05 and np.all(warm[:, judge_to:] == 0)
-    assert np.all(trace.posterior()["z"] == 0)  # the start's component, in every chain
 
 
 @pytest.mark.parametrize(

@@ -92,10 +92,7 @@ JOINT_CHOICES = (mode_shift.NAME, AUTO, NO_JOINT)
 #: (:func:`judge_joint`): blocks that hold each other in place, as a mixture's far-apart
 #: components do, or switches whose coefficients the data pin when in and the prior spreads
 #: when out (variable selection). The judged sweeps follow those of a discrete block's own
-#: fallback move (W/4 .. W/2 − 1), so a block that its fallback moves is left to it. Where it is
-#: not kept, each chain goes back to where it was when the judged sweeps began: the trial's moves
-#: may have taken it to another mode (an HMM's states with two labels exchanged), which the
-#: blocks' own moves would not leave.
+#: fallback move (W/4 .. W/2 − 1), so a block that its fallback moves is left to it.
 JUDGED = "judged"
 #: The key of ``trace.params`` holding the mode shift's moves per sweep where ``"auto"`` kept it
 #: (:func:`judge_joint`); asked for in every sweep, it makes one.
@@ -148,14 +145,10 @@ class JointWarmup(NamedTuple):
         changed, the accepted share of the joint moves and the blocks' evaluations, each a
         mean over chains summed over the judged sweeps; whether the mode shift is on, and its
         moves per sweep; the same for every chain.
-    before_trial : jax.Array
-        The chain's flat position when the judged sweeps began, where it goes back to if the
-        mode shift is not kept.
     """
 
     blocks: tuple
     judged: Shared
-    before_trial: jax.Array
 
 
 def judge_joint(
@@ -707,9 +700,8 @@ def _build(
             x = x.at[block.index].set(jnp.ravel(read(state)))
         return x
 
-    def sweep(key, states, move, joint_on=False, num_moves=1, restart=None):
-        # restart: (whether, where): every block set to a flat position first (refreshed there)
-        x = position(states) if restart is None else jnp.where(restart[0], restart[1], position(states))
+    def sweep(key, states, move, joint_on=False, num_moves=1):
+        x = position(states)
         extra_evals, extra, frame = 0, {}, None
         if joint_on is not False:  # True: every sweep; a traced flag: from when warm-up switched it on
             x, accepted, frame = joint_move(jax.random.fold_in(key, 2 * len(layout)), x, joint_on, num_moves)
@@ -718,7 +710,7 @@ def _build(
         new_states, stats, after_joint = [], [], x
         for i, (block, state) in enumerate(zip(layout, states, strict=True)):
             b = bound(block, x, frame if i < first_discrete else None)
-            if len(layout) > 1:  # a Product space always has two blocks or more
+            if len(layout) > 1:
                 here = x[block.index].reshape(block.space.event_shape)
                 state = b.refresh(jax.random.fold_in(key, 2 * i), state, here)
             state, block_stats = _repeated(move, b, block.steps, jax.random.fold_in(key, 2 * i + 1), state, i)
@@ -758,15 +750,13 @@ def _build(
         )
         return (
             JointWarmup(
-                states,
-                Shared((jnp.float32(0), jnp.float32(0), jnp.float32(0), jnp.bool_(False), jnp.int32(1))),
-                start,
+                states, Shared((jnp.float32(0), jnp.float32(0), jnp.float32(0), jnp.bool_(False), jnp.int32(1)))
             )
             if joint == JUDGED
             else states
         )
 
-    def blockwise(key, states, t, joint_on, num_moves=1, restart=None):
+    def blockwise(key, states, t, joint_on, num_moves=1):
         # a block of s steps per sweep takes warm-up steps s t, ..., s t + s - 1 of its s W
         return sweep(
             key,
@@ -774,7 +764,6 @@ def _build(
             lambda b, k, state, i, j: b.warmup_step(k, state, t * layout[i].steps + j),
             joint_on,
             num_moves,
-            restart,
         )
 
     def warmup_step(key, states, t):
@@ -783,13 +772,11 @@ def _build(
         judge_from, judge_to = num_warmup // 2, 3 * num_warmup // 4
         trial = (t >= judge_from) & (t < judge_to)
         kept, moves = states.judged.value[3:]  # judged worth it: its moves per sweep; on trial: one
-        before_trial = jnp.where(t == judge_from, position(states.blocks), states.before_trial)
-        restart = ((t == judge_to) & ~kept, before_trial)  # a trial not kept leaves no trace
-        new, stats, changed, evals = blockwise(key, states.blocks, t, kept | trial, jnp.where(kept, moves, 1), restart)
+        new, stats, changed, evals = blockwise(key, states.blocks, t, kept | trial, jnp.where(kept, moves, 1))
         accepted = stats.extra[f"{JOINT}.acceptance_rate"]
         move_evals = mode_shift.grad_evals(carried.size, 2) - mode_shift.grad_evals(carried.size, 1)
         judged = judge_joint(states.judged, changed, accepted, evals, t, judge_from, judge_to, move_evals, max_moves)
-        return JointWarmup(new, judged, before_trial), stats
+        return JointWarmup(new, judged), stats
 
     def finalize(states):
         blocks_states = states.blocks if joint == JUDGED else states
