@@ -248,19 +248,24 @@ def mode_shift_move(
     branches = [proposal_in(index, space, swaps) for (index, space), swaps in zip(discrete, labels, strict=True)]
     moved = jax.lax.switch((words[0] % len(branches)).astype(jnp.int32), branches, None)
     moved = jnp.where(only_read, position, moved)
-    mode, factor = frame
     new_mode, new_factor = conditional_mode(logdensity_fn, moved, continuous)
-    standardised = factor.T @ (position[continuous] - mode)  # N(0, I) where the conditional is Gaussian
-    shifted = new_mode + jax.scipy.linalg.solve_triangular(new_factor.T, standardised, lower=False)
-    log_jacobian = jnp.sum(jnp.log(jnp.diag(factor))) - jnp.sum(jnp.log(jnp.diag(new_factor)))
-    proposed = moved.at[continuous].set(shifted)
-    log_ratio = logdensity_fn(proposed) - logdensity_fn(position) + log_jacobian
-    uniform = (words[3] >> 8).astype(jnp.float32) * 2.0**-24
-    accepted = ~only_read & (jnp.log(uniform) < jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf))
-    frame = jax.tree.map(
-        lambda new, old: jnp.where(accepted | only_read, new, old), (new_mode, new_factor), (mode, factor)
-    )
-    return jnp.where(accepted, proposed, position), accepted, frame
+
+    def move(frame):
+        mode, factor = frame
+        standardised = factor.T @ (position[continuous] - mode)  # N(0, I) where the conditional is Gaussian
+        shifted = new_mode + jax.scipy.linalg.solve_triangular(new_factor.T, standardised, lower=False)
+        log_jacobian = jnp.sum(jnp.log(jnp.diag(factor))) - jnp.sum(jnp.log(jnp.diag(new_factor)))
+        proposed = moved.at[continuous].set(shifted)
+        log_ratio = logdensity_fn(proposed) - logdensity_fn(position) + log_jacobian
+        uniform = (words[3] >> 8).astype(jnp.float32) * 2.0**-24
+        accepted = jnp.log(uniform) < jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
+        frame = jax.tree.map(lambda new, old: jnp.where(accepted, new, old), (new_mode, new_factor), frame)
+        return jnp.where(accepted, proposed, position), accepted, frame
+
+    if only_read is False:
+        return move(frame)
+    # a read evaluates nothing more (the two log densities of the test are behind the branch)
+    return jax.lax.cond(only_read, lambda frame: (position, jnp.bool_(False), (new_mode, new_factor)), move, frame)
 
 
 def mode_shift_moves(
