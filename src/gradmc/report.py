@@ -7,6 +7,7 @@ everything works on a machine without a display.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -373,6 +374,11 @@ def trace_panels(trace, max_panels: int = 6, posterior: dict | None = None) -> l
     return panels
 
 
+def _suptitle(fig, text: str) -> None:
+    """The figure's title, wrapped to its width (a mixed model's sampler name runs long)."""
+    fig.suptitle(textwrap.fill(text, max(40, int(10 * fig.get_figwidth()))))
+
+
 def plot_trace(trace, path: Path, *, max_panels: int = 6, title: str = "", posterior: dict | None = None) -> Path:
     """Trace lines of :func:`trace_panels`, one colour per chain, against the iteration
     after warm-up.
@@ -400,7 +406,7 @@ def plot_trace(trace, path: Path, *, max_panels: int = 6, title: str = "", poste
         ax.set_title(label, fontsize=9, loc="left")
     kept = "" if trace.thinning == 1 else f" (every {trace.thinning}th kept)"
     axes[-1, 0].set_xlabel(f"iteration after warm-up{kept}")
-    fig.suptitle(f"{title}: one colour per chain" if title else "one colour per chain")
+    _suptitle(fig, f"{title}: one colour per chain" if title else "one colour per chain")
     return save_figure(fig, path)
 
 
@@ -466,7 +472,7 @@ def plot_compare_bars(rows: Sequence[dict], metrics: Sequence[str], path: Path, 
         ax.set_xlabel("sampler, best first")
         ax.tick_params(axis="x", rotation=45)
     note = f"; {WARNED} orange: the run warned, ranked after the clean ones" if any(warned) else ""
-    fig.suptitle(f"{title}{note}" if title else note.lstrip("; "))
+    _suptitle(fig, f"{title}{note}" if title else note.lstrip("; "))
     return save_figure(fig, path)
 
 
@@ -516,5 +522,5 @@ def plot_draws_over_density(
         ax.set_xlabel("x[0]")
         ax.set_ylabel("x[1]")
         ax.set_title(name)
-    fig.suptitle(f"{title}: draws (chains pooled) over the log density's contours, 0.5 to 12 below its peak")
+    _suptitle(fig, f"{title}: draws (chains pooled) over the log density's contours, 0.5 to 12 below its peak")
     return save_figure(fig, path)
