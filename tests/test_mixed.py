@@ -16,6 +16,7 @@ import re
 import warnings
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -302,6 +303,29 @@ def test_auto_reads_whether_the_log_density_is_linear_quadratic_or_curved_in_a_b
             shapes = gradmc.composed.part_shapes(t)
             assert (shapes.flat, shapes.curved, shapes.linear) == (set(), curved, linear_ones)
             assert gradmc.composed.composed_sampler(t).name.endswith(f", gamma={chosen}")
+
+
+def test_a_block_auto_finds_linear_goes_without_the_fallback_move_and_one_named_keeps_it():
+    """Where "auto" confirmed the log density linear in a block, linear-gibbs's proposal is the
+    sites' exact conditional, which cannot freeze: no fallback move is built (nor compiled).
+    Named by the user, on a log density it may not suit, the sampler keeps it."""
+    target = gradmc.from_function(
+        lambda x: -0.5 * jnp.sum(x["beta"] ** 2) + jnp.sum(x["gamma"] * x["beta"]),
+        init={"beta": jnp.ones(3), "gamma": jnp.ones(3)},
+        space={"gamma": Binary(3)},
+    )
+    view = gradmc.base.Target("gamma", jnp.sum, Binary(3))
+    learned = {}
+    for choice in ("auto", {"gamma": "linear-gibbs"}):
+        (block,) = [
+            b
+            for b in gradmc.composed.blocks(target.space, choice, lambda: gradmc.composed.part_shapes(target))
+            if b.label == "gamma"
+        ]
+        assert block.sampler.name == "linear-gibbs"
+        bound = block.sampler.bind(view, 40)
+        learned[str(choice)] = bound.finalize(bound.init(jax.random.key(0), jnp.zeros(3)))[1]
+    assert "fallback" not in learned["auto"] and "fallback" in learned[str({"gamma": "linear-gibbs"})]
 
 
 # -- the "Mixed models" page: every Python example runs, with no run warning ----------------------

@@ -93,6 +93,34 @@ def test_auto_switches_the_mode_shift_on_where_blockwise_sweeps_stick(target):
     check_exact(trace)
 
 
+def test_a_trial_not_kept_leaves_each_chain_where_its_log_density_was_higher(target, monkeypatch):
+    # the trial's moves take chains to other components, which blockwise sweeps never leave;
+    # judged not worth it, a chain whose log density fell over the trial goes back to where it
+    # was when the trial began (the start's component), and one whose log density rose stays
+    from gradmc import composed
+
+    judge = composed.judge_joint
+
+    def never_kept(*args):
+        changed, accepted, evals, _, _ = judge(*args).value
+        return gradmc.base.Shared((changed, accepted, evals, jnp.bool_(False), jnp.int32(0)))
+
+    monkeypatch.setattr(composed, "judge_joint", never_kept)
+    run = {**RUN, "num_chains": 8, "num_draws": 50}
+    trace = gradmc.sample(target, {"g": "gibbs", "z": "gibbs"}, **run)
+    judge_from, judge_to = run["num_warmup"] // 2, 3 * run["num_warmup"] // 4
+    settle = composed.settle_sweeps(judge_from, judge_to)
+    warm = np.asarray(trace.warmup_stats["logdensity"])
+    before = warm[:, judge_from - settle : judge_from].mean(axis=1)
+    after = warm[:, judge_to : judge_to + settle].mean(axis=1)
+    where = discrete_draws(trace)
+    assert np.all(where == where[:, :1])  # blockwise sweeps stay in one component
+    at_start = np.all(where[:, 0] == [0.0, 0.0], axis=-1)  # g = 0, z = 0
+    went_back = after < before
+    assert np.all(at_start[went_back])
+    assert went_back.any() and not at_start.all()  # both happen in this run
+
+
 @pytest.mark.parametrize(
     ("changed", "accepted", "kept"),
     [

@@ -34,6 +34,7 @@ says why).
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
@@ -92,7 +93,12 @@ JOINT_CHOICES = (mode_shift.NAME, AUTO, NO_JOINT)
 #: (:func:`judge_joint`): blocks that hold each other in place, as a mixture's far-apart
 #: components do, or switches whose coefficients the data pin when in and the prior spreads
 #: when out (variable selection). The judged sweeps follow those of a discrete block's own
-#: fallback move (W/4 .. W/2 − 1), so a block that its fallback moves is left to it.
+#: fallback move (W/4 .. W/2 − 1), so a block that its fallback moves is left to it. Where it is
+#: not kept, the trial's moves may still have taken a chain to another mode, both ways: out of
+#: a start with a mixture's labels exchanged, or into an HMM's states with two labels
+#: exchanged, which the blocks' own moves do not leave. So each chain then keeps, of its place
+#: before the trial and its place after it, the one whose mean log density over
+#: :func:`settle_sweeps` sweeps was higher (:func:`trial_levels`).
 JUDGED = "judged"
 #: The key of ``trace.params`` holding the mode shift's moves per sweep where ``"auto"`` kept it
 #: (:func:`judge_joint`); asked for in every sweep, it makes one.
@@ -145,10 +151,36 @@ class JointWarmup(NamedTuple):
         changed, the accepted share of the joint moves and the blocks' evaluations, each a
         mean over chains summed over the judged sweeps; whether the mode shift is on, and its
         moves per sweep; the same for every chain.
+    before_trial : jax.Array
+        The chain's flat position when the judged sweeps began.
+    levels : jax.Array
+        The chain's log density summed over the sweeps just before and just after them
+        (:func:`trial_levels`).
     """
 
     blocks: tuple
     judged: Shared
+    before_trial: jax.Array
+    levels: jax.Array
+
+
+def settle_sweeps(judge_from: int, judge_to: int) -> int:
+    """The sweeps over which a chain's log density is averaged just before and just after the
+    mode shift's trial (sweeps ``judge_from`` .. ``judge_to`` − 1): a quarter of the trial.
+    """
+    return max((judge_to - judge_from) // 4, 1)
+
+
+def trial_levels(levels, logdensity, t, judge_from: int, judge_to: int):
+    """``(before, after)``: the chain's log density after warm-up sweep ``t`` added to the sum
+    over the :func:`settle_sweeps` sweeps before the trial or to that over those after it. After
+    the last of those, a chain whose ``after`` is below ``before`` goes back to where it was when
+    the trial began.
+    """
+    settle = settle_sweeps(judge_from, judge_to)
+    before = (t >= judge_from - settle) & (t < judge_from)
+    after = (t >= judge_to) & (t < judge_to + settle)
+    return levels + jnp.stack([jnp.where(before, logdensity, 0.0), jnp.where(after, logdensity, 0.0)])
 
 
 def judge_joint(
@@ -520,6 +552,7 @@ def blocks(
         label = "+".join(parts)
         joint = _joint_space(space, parts)
         index = np.concatenate([np.arange(space.slices[name].start, space.slices[name].stop) for name in parts])
+        confirmed_linear = False
         if value == AUTO and joint.is_discrete:
             single = parts[0] if len(parts) == 1 else None
             if single in plates:
@@ -529,12 +562,17 @@ def blocks(
                     CHAIN_CHOICE if single is not None and chains is not None and single in chains() else FLAT_CHOICE
                 )
             elif shapes is not None and set(parts) <= shapes().linear:  # no coupling at all: no chain to read
-                value = LINEAR_CHOICE
+                value, confirmed_linear = LINEAR_CHOICE, True
             elif isinstance(joint, Categorical) and chains is not None and single in chains():
                 value = CHAIN_CHOICE
             elif shapes is not None and set(parts) <= shapes().curved:
                 value = FLAT_CHOICE
-        result.append(Block(label, parts, joint, index, *_as_block_sampler(value, joint, label)))
+        block_sampler, steps = _as_block_sampler(value, joint, label)
+        if confirmed_linear:
+            # linearity confirmed: the proposal is the sites' exact conditional, which cannot freeze, so
+            # the builder goes without the fallback move the registry wraps around a gradient sampler
+            block_sampler = block_sampler._replace(build=inspect.unwrap(block_sampler.build))
+        result.append(Block(label, parts, joint, index, block_sampler, steps))
     return result
 
 
@@ -651,6 +689,7 @@ def _build(
     discrete_index = np.concatenate([index for index, _ in discrete] or [[]]).astype(int)
     # the joint move's frame of the continuous block holds until a discrete block has moved
     first_discrete = next((i for i, block in enumerate(layout) if block.space.is_discrete), len(layout))
+    last_discrete = max((i for i, block in enumerate(layout) if block.space.is_discrete), default=-1)
     share_frame = (
         whiten
         and joint is not None
@@ -700,8 +739,9 @@ def _build(
             x = x.at[block.index].set(jnp.ravel(read(state)))
         return x
 
-    def sweep(key, states, move, joint_on=False, num_moves=1):
-        x = position(states)
+    def sweep(key, states, move, joint_on=False, num_moves=1, restart=None):
+        # restart: (whether, where): every block set to a flat position first, refreshed there
+        x = position(states) if restart is None else jnp.where(restart[0], restart[1], position(states))
         extra_evals, extra, frame = 0, {}, None
         if joint_on is not False:  # True: every sweep; a traced flag: from when warm-up switched it on
             x, accepted, frame = joint_move(jax.random.fold_in(key, 2 * len(layout)), x, joint_on, num_moves)
@@ -723,7 +763,8 @@ def _build(
         combined = _combined_stats(stats, [b.label for b in layout], refreshes + extra_evals)
         changed = jnp.sum(after_joint[discrete_index] != x[discrete_index])  # by the blocks' own moves
         own_evals = sum(s.num_grad_evals for s in stats) + refreshes
-        return tuple(new_states), combined._replace(extra={**combined.extra, **extra}), changed, own_evals
+        level = stats[last_discrete].logdensity  # the joint's: a discrete block's moves never sum a block out
+        return tuple(new_states), combined._replace(extra={**combined.extra, **extra}), changed, own_evals, level
 
     def joint_move(key, x, on, num_moves):
         """``num_moves`` mode-shift moves where ``on``, and the continuous block's frame at the
@@ -750,13 +791,16 @@ def _build(
         )
         return (
             JointWarmup(
-                states, Shared((jnp.float32(0), jnp.float32(0), jnp.float32(0), jnp.bool_(False), jnp.int32(1)))
+                states,
+                Shared((jnp.float32(0), jnp.float32(0), jnp.float32(0), jnp.bool_(False), jnp.int32(1))),
+                start,
+                jnp.zeros(2, jnp.result_type(float)),
             )
             if joint == JUDGED
             else states
         )
 
-    def blockwise(key, states, t, joint_on, num_moves=1):
+    def blockwise(key, states, t, joint_on, num_moves=1, restart=None):
         # a block of s steps per sweep takes warm-up steps s t, ..., s t + s - 1 of its s W
         return sweep(
             key,
@@ -764,6 +808,7 @@ def _build(
             lambda b, k, state, i, j: b.warmup_step(k, state, t * layout[i].steps + j),
             joint_on,
             num_moves,
+            restart,
         )
 
     def warmup_step(key, states, t):
@@ -772,11 +817,17 @@ def _build(
         judge_from, judge_to = num_warmup // 2, 3 * num_warmup // 4
         trial = (t >= judge_from) & (t < judge_to)
         kept, moves = states.judged.value[3:]  # judged worth it: its moves per sweep; on trial: one
-        new, stats, changed, evals = blockwise(key, states.blocks, t, kept | trial, jnp.where(kept, moves, 1))
+        before_trial = jnp.where(t == judge_from, position(states.blocks), states.before_trial)
+        before, after = states.levels
+        back = (t == judge_to + settle_sweeps(judge_from, judge_to)) & ~kept & (after < before)
+        new, stats, changed, evals, level = blockwise(
+            key, states.blocks, t, kept | trial, jnp.where(kept, moves, 1), (back, before_trial)
+        )
         accepted = stats.extra[f"{JOINT}.acceptance_rate"]
         move_evals = mode_shift.grad_evals(carried.size, 2) - mode_shift.grad_evals(carried.size, 1)
         judged = judge_joint(states.judged, changed, accepted, evals, t, judge_from, judge_to, move_evals, max_moves)
-        return JointWarmup(new, judged), stats
+        levels = trial_levels(states.levels, level, t, judge_from, judge_to)
+        return JointWarmup(new, judged, before_trial, levels), stats
 
     def finalize(states):
         blocks_states = states.blocks if joint == JUDGED else states
