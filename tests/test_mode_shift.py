@@ -93,6 +93,18 @@ def test_auto_switches_the_mode_shift_on_where_blockwise_sweeps_stick(target):
     check_exact(trace)
 
 
+def test_the_trial_is_judged_by_the_log_density_summed_just_before_it_and_just_after_it():
+    from gradmc.composed import settle_sweeps, trial_levels
+
+    judge_from, judge_to = 8, 16  # sweeps 8 .. 15 tried: two sweeps either side are summed
+    assert settle_sweeps(judge_from, judge_to) == 2 and settle_sweeps(2, 3) == 1
+    levels = jnp.zeros(2)
+    for t in range(24):
+        levels = trial_levels(levels, jnp.float32(t), t, judge_from, judge_to)
+    np.testing.assert_allclose(levels, [6.0 + 7.0, 16.0 + 17.0])
+
+
+@pytest.mark.slow  # a run of 8 chains: the rule above at work
 def test_a_trial_not_kept_leaves_each_chain_where_its_log_density_was_higher(target, monkeypatch):
     # the trial's moves take chains to other components, which blockwise sweeps never leave;
     # judged not worth it, a chain whose log density fell over the trial goes back to where it
