@@ -214,8 +214,8 @@ def test_auto_reads_a_chain_of_indexed_sites_and_gives_it_ffbs():
 
     init = {"mu": jnp.zeros(2), "z": jnp.zeros(T)}
     target = gradmc.from_function(log_density, init=init, space={"z": VALUES}, name="indexed")
-    assert gradmc.sample(target, "auto", num_warmup=20, num_draws=20, progress=False).sampler == "mu=nuts, z=ffbs"
+    assert gradmc.composed.composed_sampler(target).name == "mu=nuts, z=ffbs"  # what "auto" runs
     looped = gradmc.from_function(
         lambda x: log_density(x) + indexed_loop(x["z"]) - indexed_chain(x["z"]), init=init, space={"z": VALUES}
     )
-    assert gradmc.sample(looped, "auto", num_warmup=20, num_draws=20, progress=False).sampler == "mu=nuts, z=gibbs"
+    assert gradmc.composed.composed_sampler(looped).name == "mu=nuts, z=gibbs"
