@@ -168,13 +168,17 @@ def test_the_chain_from_evaluations_of_any_chain_is_the_distribution_itself():
     """wavy_chain is not quadratic, so its second-order model is only a proposal; read from
     evaluations it is exact, from any position."""
     assert np.all(np.asarray(jax.grad(indexed_chain)(jnp.ones(T))) == 0)
+    # compiled, as the sampler and the probe of "auto" run them (op by op, they take 20 s)
+    chain_model = jax.jit(ffbs.chain_model_by_values, static_argnums=(0, 2))
+    logprobs = jax.jit(jax.vmap(ffbs.chain_logprob, (0, None)))
     for start in (17, 60):
-        model = ffbs.chain_model_by_values(indexed_chain, jnp.asarray(STATES[start], jnp.float32), VALUES)
-        logq = np.asarray(jax.vmap(lambda s, model=model: ffbs.chain_logprob(s, model))(jnp.asarray(STATES)))
+        model = chain_model(indexed_chain, jnp.asarray(STATES[start], jnp.float32), VALUES)
+        logq = np.asarray(logprobs(jnp.asarray(STATES), model))
         np.testing.assert_allclose(logq, exact_logprobs(wavy_chain), atol=1e-4)
     position = jnp.asarray(STATES[17], jnp.float32)
-    inside = ffbs.coupling_outside_chain_by_values(indexed_chain, position, VALUES)
-    outside = ffbs.coupling_outside_chain_by_values(indexed_loop, position, VALUES)
+    coupling = jax.jit(ffbs.coupling_outside_chain_by_values, static_argnums=(0, 2))
+    inside = coupling(indexed_chain, position, VALUES)
+    outside = coupling(indexed_loop, position, VALUES)
     assert inside[0] < 1e-4 * inside[1]
     assert outside[0] > 0.1 * outside[1]
 

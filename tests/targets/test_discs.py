@@ -35,7 +35,7 @@ def built(name, **options):
 
 
 def logdensities(target, positions):
-    return np.asarray(jax.vmap(target.logdensity_fn)(jnp.asarray(positions, jnp.float32)), np.float64)
+    return np.asarray(jax.jit(jax.vmap(target.logdensity_fn))(jnp.asarray(positions, jnp.float32)), np.float64)
 
 
 # -- targets -------------------------------------------------------------------------------
@@ -67,7 +67,7 @@ def test_targets_build_and_have_finite_log_densities(name, options):
     x = t.draw_initial(jax.random.PRNGKey(1))
     t.space.validate(np.asarray(x))
     assert np.all(np.isfinite(logdensities(t, np.concatenate([np.asarray(starts), ref[None]]))))
-    value, grad = jax.value_and_grad(t.logdensity_fn)(x)
+    value, grad = jax.jit(jax.value_and_grad(t.logdensity_fn))(x)
     assert np.isfinite(float(value)) and np.all(np.isfinite(np.asarray(grad)))
 
 
