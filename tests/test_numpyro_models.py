@@ -301,7 +301,10 @@ def test_two_valued_labels_that_index_an_array_enter_as_integers():
     assert target.space == Product({"mu": Real(1), "z": Binary(3)})
     # labels drawn from a Categorical, which the mode shift may swap; 0/1 switches (Bernoulli) are not
     assert target.metadata[gradmc.mode_shift.LABELS] == {"z"}
-    assert gradmc.from_numpyro(switches_and_label).metadata[gradmc.mode_shift.LABELS] == {"z"}
+    assert target.metadata["index_parts"] == {"z"}  # no gradient in z: auto's probes skip it
+    switches = gradmc.from_numpyro(switches_and_label)
+    assert switches.metadata[gradmc.mode_shift.LABELS] == {"z"}
+    assert switches.metadata["index_parts"] == {"z"}  # g enters as floats (A @ g), z as an index
     z = np.array([1, 0, 1])
     expected = norm.logpdf(0.3) + np.sum(np.log(W_PAIR[z])) + np.sum(norm.logpdf(X_PLATE, PAIR[z] + 0.3, 1.0))
     np.testing.assert_allclose(target.logdensity_fn(jnp.array([0.3, *z], jnp.float32)), expected, rtol=1e-5)
@@ -327,6 +330,65 @@ def test_two_valued_labels_that_index_an_array_are_sampled_exactly():
     probs /= probs.sum()
     exact = ExactDistribution(np.arange(2.0), 3, probs.ravel(order="F"), 0.0)
     assert_tv_within_bound(trace.posterior()["z"].astype(float), exact)
+
+
+RAIN = np.array([0.3, 2.9, 3.4, 0.1, 2.5])
+LEVELS = np.array([0.5, 3.0])
+STAY = 0.8
+
+
+def daily_regimes(rain):
+    """A two-regime HMM written as users write it, one Bernoulli site per day in a Python loop;
+    the regimes' levels are shifted by mu ~ N(0, 1)."""
+    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+    states = [numpyro.sample("s0", dist.Bernoulli(0.5))]
+    for t in range(1, len(rain)):
+        states.append(numpyro.sample(f"s{t}", dist.Bernoulli(jnp.where(states[-1] == 1, STAY, 1 - STAY))))
+    numpyro.sample("rain", dist.Normal(jnp.asarray(LEVELS)[jnp.stack(states)] + mu, 1.0), obs=rain)
+
+
+def test_sites_written_one_per_day_are_one_block_read_as_a_chain():
+    from gradmc.spaces import Binary
+
+    days = len(RAIN)
+    target = gradmc.from_numpyro(daily_regimes, RAIN)
+    assert [target.space.parts[f"s{t}"] for t in range(days)] == [Binary(1)] * days
+    # 0/1 states taken as indices (levels[s]) name the regimes: labels, which the mode shift may swap
+    assert target.metadata["labels"] == target.metadata["index_parts"] == {f"s{t}" for t in range(days)}
+    assert gradmc.composed.composed_sampler(target).name == "mu=nuts, s0..s4=ffbs"
+
+
+@pytest.mark.slow
+def test_sites_written_one_per_day_move_together_as_a_chain_exactly():
+    """The five daily sites are one block, read as a chain and drawn by FFBS; with mu integrated
+    out, rain - levels[s] ~ N(0, I + 11ᵀ), so p(s | rain) is exact over the 32 regime paths, and
+    mu | rain, s ~ N(sum(rain - levels[s]) / 6, 1/6)."""
+    import itertools
+
+    from scipy.stats import multivariate_normal
+
+    from gradmc.enumeration import ExactDistribution
+    from gradmc.testing import assert_moments_match, assert_tv_within_bound
+
+    days = len(RAIN)
+    trace = gradmc.sample(
+        gradmc.from_numpyro(daily_regimes, RAIN), "auto", num_warmup=500, num_draws=2000, seed=3, progress=False
+    )
+    assert trace.sampler == "mu=nuts, s0..s4=ffbs"
+    probs, means, second = np.zeros((2,) * days), 0.0, 0.0
+    cov = np.eye(days) + np.ones((days, days))
+    for s in itertools.product(range(2), repeat=days):
+        stays = np.sum(np.diff(s) == 0)
+        residual = RAIN - LEVELS[list(s)]
+        probs[s] = STAY**stays * (1 - STAY) ** (days - 1 - stays) * multivariate_normal.pdf(residual, cov=cov)
+    probs /= probs.sum()
+    for s in itertools.product(range(2), repeat=days):
+        m = np.sum(RAIN - LEVELS[list(s)]) / (days + 1)
+        means, second = means + probs[s] * m, second + probs[s] * (m**2 + 1 / (days + 1))
+    posterior = trace.posterior()
+    paths = np.stack([posterior[f"s{t}"] for t in range(days)], axis=-1).astype(float)
+    assert_tv_within_bound(paths, ExactDistribution(np.arange(2.0), days, probs.ravel(order="F"), 0.0))
+    assert_moments_match(posterior["mu"][..., None], np.array([means]), var=np.array([second - means**2]), p=0.01)
 
 
 @pytest.mark.slow

@@ -16,9 +16,14 @@ def test_worst_first_puts_scalars_first_then_the_largest_r_hat():
     scalar = np.array([False, False, False, True, False])
     np.testing.assert_array_equal(report.worst_first(r_hat, scalar, 4), [3, 4, 1, 0])
     np.testing.assert_array_equal(report.worst_first(r_hat, scalar, 10), [3, 4, 1, 0, 2])
-    # a mixed model: a discrete scalar (a change point) stays first; discrete entries come after continuous ones
+    # a mixed model: continuous entries first, then a discrete scalar (a change point), then discrete entries
     discrete = np.array([True, False, False, True, True])
-    np.testing.assert_array_equal(report.worst_first(r_hat, scalar, 10, discrete), [3, 1, 2, 4, 0])
+    np.testing.assert_array_equal(report.worst_first(r_hat, scalar, 10, discrete), [1, 2, 3, 4, 0])
+    # many discrete scalars (one site per time step) rank by R-hat after every continuous coordinate
+    r_hat = np.array([1.0, 1.02, 1.2, 1.01, 1.3, 1.05])
+    scalar = np.array([True, False, True, True, True, False])
+    discrete = np.array([False, False, True, True, True, False])
+    np.testing.assert_array_equal(report.worst_first(r_hat, scalar, 5, discrete), [0, 5, 1, 4, 2])
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +68,17 @@ def test_value_frequencies_of_discrete_variables():
     r_hat, ess = np.array([1.2, np.nan, np.nan, np.nan, 1.0]), np.array([3.0, np.nan, np.nan, np.nan, 8.0])
     lines = report.format_value_frequencies(posterior, max_values=2, r_hat=r_hat, ess=ess).splitlines()
     assert lines[1].endswith("values); R-hat 1.200, bulk ESS 3") and lines[2].endswith("0 100.0%")
+
+
+def test_many_discrete_sites_show_the_worst_mixed_and_sum_up_the_rest():
+    """Five scalar sites (a model written one site per step), three lines at most: the two with
+    the largest R-hat, in the model's order, and one line for the other three."""
+    posterior = {f"s{t}": np.array([[0, 1, 1, 1], [0, 0, 1, 1]]) for t in range(5)}
+    r_hat, ess = np.array([1.01, 1.3, 1.0, 1.2, 1.02]), np.array([900.0, 40.0, 1000.0, 60.0, 800.0])
+    lines = report.format_value_frequencies(posterior, r_hat=r_hat, ess=ess, max_lines=2).splitlines()
+    assert lines[0] == "values drawn of the discrete variables (2 of 5 with the largest R-hat):"
+    assert [line.split(":")[0] for line in lines[1:3]] == ["  s1", "  s3"]
+    assert lines[3] == "  and 3 more: R-hat at most 1.020, bulk ESS at least 800"
 
 
 def test_the_mode_shift_s_moves_show_only_where_warm_up_kept_it():

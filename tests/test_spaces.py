@@ -15,7 +15,7 @@ from gradmc.discrete.proposals import (
     factorised_sample,
     sample_logits_scored,
 )
-from gradmc.spaces import Binary, Categorical, Count, Ordinal, Real, Spin
+from gradmc.spaces import Binary, Categorical, Count, Ordinal, Product, Real, Spin
 
 ORDINAL_VALUES = np.linspace(-1.5, 3.0, 5)
 SPACES = {
@@ -257,3 +257,18 @@ def test_sample_logits_scored_matches_softmax(n):
     if small.any():
         obs, exp = np.append(obs, observed[small].sum()), np.append(exp, expected[small].sum())
     assert stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue > 1e-3
+
+
+def test_discrete_groups_put_one_site_parts_on_equal_spaces_together():
+    space = Product(
+        {
+            "mu": Real(2),
+            "s0": Binary(1),
+            "z": Binary(3),
+            "s1": Binary(1),
+            "n0": Count(1, 20),
+            "n1": Count(1, 30),  # another upper end: another space
+            "s2": Binary(1),
+        }
+    )
+    assert space.discrete_groups() == [("s0", "s1", "s2"), ("z",), ("n0",), ("n1",)]

@@ -390,8 +390,8 @@ def _cmd_sample(gradmc, args) -> int:
     if args.extended_option and args.extended is None:
         raise ValueError("--extended-option needs --extended N")
     _check_draws(args.draws)
+    recipe = _sampler_choice(gradmc, args.sampler, args.option)  # a bad choice fails before the model loads
     target = _load_target(gradmc, args)
-    recipe = _sampler_choice(gradmc, args.sampler, args.option)
     extended_options = _parse_options(args.extended_option, "--extended-option")
     _check_checkpoint(args)
     run_name = recipe.name if hasattr(recipe, "name") else re.sub(r"[^\w+.-]+", "_", args.sampler)
@@ -415,8 +415,10 @@ def _cmd_sample(gradmc, args) -> int:
     rows = report.worst_first(table["r_hat"], scalar[: report.MAX_RANKED], 10, discrete[: report.MAX_RANKED])
     mixing = {"r_hat": table["r_hat"], "ess": table["ess_bulk"]}  # every coordinate's, for the discrete sites' line
     table = {column: [v[i] for i in rows] if column == "name" else np.asarray(v)[rows] for column, v in table.items()}
-    order = "scalars first, then the largest R-hat" + (
-        ", continuous entries before discrete ones" if discrete.any() else ""
+    order = (
+        "continuous scalars first, then the largest R-hat, continuous entries before discrete ones"
+        if discrete.any()
+        else "scalars first, then the largest R-hat"
     )
     shown = "" if len(names) <= 10 else f" (10 of {len(names)} coordinates: {order})"
     print(f"{trace.sampler} on {target.name}{shown}")

@@ -2,7 +2,8 @@
 
 A target on a :class:`~gradmc.spaces.Product` space (continuous parameters beside discrete
 latent variables) is split into blocks: a group of parts with one space (all the real parts
-together, by default, and each discrete part on its own). Each step moves every block in
+together, by default, and each discrete part on its own, but for one-site parts on equal
+spaces, which share a block: :meth:`~gradmc.spaces.Product.discrete_groups`). Each step moves every block in
 turn with its own sampler, on the target's conditional given the other blocks' current
 values (a deterministic-scan Gibbs sweep, whose kernel leaves the joint target invariant
 because each block's kernel leaves its conditional invariant). Before a block moves, the
@@ -43,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc import mode_shift, whitening
-from gradmc.base import COLLAPSE, JOINT, WHITEN, BoundSampler, Sampler, Shared, Target, step_stats
+from gradmc.base import COLLAPSE, INDEX_PARTS, JOINT, WHITEN, BoundSampler, Sampler, Shared, Target, step_stats
 from gradmc.chains import pool_chains
 from gradmc.discrete import ffbs
 from gradmc.discrete.plate_gibbs import SITE_TERMS
@@ -234,7 +235,7 @@ class Block(NamedTuple):
     Parameters
     ----------
     label : str
-        The parts' names joined by ``+`` (the key of the block's learned parameters).
+        The key of the block's learned parameters (:func:`block_label`).
     parts : tuple of str
         The parts.
     space : Space
@@ -278,6 +279,22 @@ def _joint_space(product: Product, parts: tuple[str, ...]) -> Space:
     if isinstance(first, Ordinal):
         return Ordinal(first.values, sum(s.d for s in spaces))
     return type(first)(sum(s.d for s in spaces))
+
+
+#: A block of more parts than this is labelled by its first and last (``"s1..s119"``).
+LABEL_MAX_PARTS = 3
+
+
+def block_label(parts: tuple[str, ...]) -> str:
+    """A block's label: its parts' names joined by ``+``, or, for more than :data:`LABEL_MAX_PARTS`
+    (a model's sites one per time step), its first and last part's joined by ``..``.
+    """
+    return "+".join(parts) if len(parts) <= LABEL_MAX_PARTS else f"{parts[0]}..{parts[-1]}"
+
+
+def part_index(space: Product, parts: tuple[str, ...]) -> np.ndarray:
+    """Where ``parts`` sit in ``space``'s flat positions, one after the other."""
+    return np.concatenate([np.arange(space.slices[name].start, space.slices[name].stop) for name in parts])
 
 
 def _default_steps(name: str, space: Space) -> int:
@@ -353,7 +370,10 @@ def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
     """Read how ``target``'s log density depends on each discrete part of its Product space,
     from one compiled probe at two points: the start, and the start with its continuous
     entries moved by a standard normal draw (coefficients started at zero hide how the log
-    density depends on the switches that multiply them).
+    density depends on the switches that multiply them). One-site parts on equal spaces are
+    read together (:meth:`~gradmc.spaces.Product.discrete_groups`), as one part, and each of
+    them gets the group's shape. Parts the target names in ``metadata["index_parts"]`` (taken
+    as integers) are flat without a probe.
 
     At each point the probe takes the gradient and, for each binary, spin and categorical
     part, a Hessian-vector product along a random direction of the part, there and where
@@ -379,7 +399,12 @@ def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
     continuous = np.ones(start.shape, bool)
     for name in space.discrete_parts:
         continuous[space.slices[name]] = False
-    names = [name for name in space.discrete_parts if not isinstance(space.parts[name], Ordinal)]
+    indices = target.metadata.get(INDEX_PARTS, frozenset())
+    groups = [group for group in space.discrete_groups() if not set(group) <= indices]
+    where = {group: part_index(space, group) for group in groups}
+    probed = [group for group in groups if not isinstance(space.parts[group[0]], Ordinal)]
+    if not groups:  # every discrete part an index: no gradient, nothing to read
+        return PartShapes(frozenset(indices), frozenset(), frozenset())
     grad_fn = jax.grad(target.logdensity_fn)
 
     @jax.jit
@@ -389,13 +414,13 @@ def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
 
     def at_point(x):
         products = {}
-        for name in names:
-            part, where = space.parts[name], space.slices[name]
-            index = part.to_index(jnp.reshape(x[where], part.event_shape))
-            other = jnp.ravel(part.from_index((index + 1) % part.num_values)).astype(x.dtype)
-            direction = jnp.zeros_like(x).at[where].set(jax.random.normal(jax.random.key(2), other.shape))
-            points = (x, x.at[where].set(other))
-            products[name] = jnp.stack([jax.jvp(grad_fn, (y,), (direction,))[1][where] for y in points])
+        for group in probed:
+            joint = _joint_space(space, group)
+            index = joint.to_index(jnp.reshape(x[where[group]], joint.event_shape))
+            other = jnp.ravel(joint.from_index((index + 1) % joint.num_values)).astype(x.dtype)
+            direction = jnp.zeros_like(x).at[where[group]].set(jax.random.normal(jax.random.key(2), other.shape))
+            points = (x, x.at[where[group]].set(other))
+            products[group] = jnp.stack([jax.jvp(grad_fn, (y,), (direction,))[1][where[group]] for y in points])
         return grad_fn(x), products
 
     gradients, products = jax.device_get(probe(start))
@@ -404,16 +429,17 @@ def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
         for i in range(2)
         if np.isfinite(gradients[i]).all() and all(np.isfinite(p[i]).all() for p in products.values())
     ]
-    flat = {name for name in space.discrete_parts if usable and not np.any(gradients[usable][:, space.slices[name]])}
+    flat = {name for group in groups if usable and not np.any(gradients[usable][:, where[group]]) for name in group}
+    flat.update(indices)
     curved, linear = set(), set()
-    for name, pair in products.items():
-        grads = [np.linalg.norm(gradients[i, space.slices[name]]) for i in usable]
+    for group, pair in products.items():
+        grads = [np.linalg.norm(gradients[i, where[group]]) for i in usable]
         sizes = [max(np.linalg.norm(pair[i, 0]), np.linalg.norm(pair[i, 1])) for i in usable]
         changes = [np.linalg.norm(pair[i, 0] - pair[i, 1]) for i in usable]
         if any(change > CURVATURE_TOLERANCE * size for change, size in zip(changes, sizes, strict=True)):
-            curved.add(name)
+            curved.update(group)
         elif usable and max(grads) > 0 and all(s <= LINEAR_TOLERANCE * g for s, g in zip(sizes, grads, strict=True)):
-            linear.add(name)
+            linear.update(group)
     return PartShapes(frozenset(flat), frozenset(curved), frozenset(linear))
 
 
@@ -427,12 +453,13 @@ CHAIN_TOLERANCE = 1e-4
 CHAIN_MAX_VALUES = 8
 
 
-def chain_parts(target: Target, start: jax.Array | None = None) -> set[str]:
+def chain_parts(target: Target, start: jax.Array | None = None) -> set[tuple[str, ...]]:
     """The discrete parts of ``target``'s Product space, of three or more sites, in which its
     log density at a start couples each site with its neighbours and with no other: an HMM's
-    states. Categorical parts are read through Hessian-vector products
-    (:func:`gradmc.discrete.ffbs.coupling_outside_chain`), scalar parts of at most
-    :data:`CHAIN_MAX_VALUES` values through evaluations
+    states, held in one part or one site per part (read together,
+    :meth:`~gradmc.spaces.Product.discrete_groups`). Categorical parts are read through
+    Hessian-vector products (:func:`gradmc.discrete.ffbs.coupling_outside_chain`), scalar parts
+    of at most :data:`CHAIN_MAX_VALUES` values through evaluations
     (:func:`~gradmc.discrete.ffbs.coupling_outside_chain_by_values`).
 
     Parameters
@@ -441,16 +468,21 @@ def chain_parts(target: Target, start: jax.Array | None = None) -> set[str]:
         A target on a :class:`~gradmc.spaces.Product` space.
     start : jax.Array, optional
         Its start (default: ``target.draw_initial`` with key 0).
+
+    Returns
+    -------
+    set of tuple of str
+        The chains, each as its group of parts.
     """
     space = target.space
     start = _probe_start(target, start)
     found = set()
-    for name in space.discrete_parts:
-        part = space.parts[name]
+    for group in space.discrete_groups():
+        part = _joint_space(space, group)
         one_hot = isinstance(part, Categorical)
         if part.d < 3 or not (one_hot or (part.values.ndim == 1 and part.num_values <= CHAIN_MAX_VALUES)):
             continue
-        where = space.slices[name]
+        where = part_index(space, group)
 
         def conditional(x, where=where):
             return target.logdensity_fn(start.at[where].set(jnp.ravel(x)))
@@ -464,7 +496,7 @@ def chain_parts(target: Target, start: jax.Array | None = None) -> set[str]:
             outside, whole, neighbours = probe(conditional, at, part)
             coupled = neighbours > 0
         if float(outside) <= CHAIN_TOLERANCE * float(whole) and bool(coupled):
-            found.add(name)
+            found.add(group)
     return found
 
 
@@ -504,7 +536,9 @@ def blocks(
     rest) or a dict from a part's name, or a tuple of names moved together, to a sampler, or
     to a pair ``(sampler, steps)`` of it and its kernel steps per sweep (default
     :func:`_default_steps`); parts not named get
-    ``"auto"``, all real parts together and each discrete part alone. ``"auto"`` on a
+    ``"auto"``, all real parts together and each discrete part alone, but for one-site parts
+    on equal spaces, which move together (:meth:`~gradmc.spaces.Product.discrete_groups`;
+    those in ``plates`` stay alone). ``"auto"`` on a
     discrete part is ``"plate-gibbs"``, all sites drawn from their exact conditionals at once,
     for a part in ``plates`` (whose site terms the target gives); single-site ``"gibbs"``,
     whose exact conditionals need no gradient, for a part without a gradient (``shapes()``,
@@ -544,26 +578,30 @@ def blocks(
     real_rest = tuple(name for name in rest if not space.parts[name].is_discrete)
     if real_rest:
         grouped[real_rest] = AUTO
-    grouped.update({(name,): AUTO for name in rest if space.parts[name].is_discrete})
+    for group in space.discrete_groups():  # one-site parts on equal spaces together, unless in a plate
+        unnamed = [name for name in group if name in rest]
+        alone = [name for name in unnamed if name in plates] if len(unnamed) > 1 else unnamed
+        grouped.update({(name,): AUTO for name in alone})
+        together = tuple(name for name in unnamed if name not in alone)
+        if together:
+            grouped[together] = AUTO
     order = list(space.parts)
     result = []
     for parts, value in sorted(grouped.items(), key=lambda item: order.index(item[0][0])):
         parts = tuple(sorted(parts, key=order.index))
-        label = "+".join(parts)
+        label = block_label(parts)
         joint = _joint_space(space, parts)
-        index = np.concatenate([np.arange(space.slices[name].start, space.slices[name].stop) for name in parts])
+        index = part_index(space, parts)
         confirmed_linear = False
         if value == AUTO and joint.is_discrete:
             single = parts[0] if len(parts) == 1 else None
             if single in plates:
                 value = PLATE_CHOICE
             elif shapes is not None and set(parts) <= shapes().flat:  # index-valued: a chain read from evaluations
-                value = (
-                    CHAIN_CHOICE if single is not None and chains is not None and single in chains() else FLAT_CHOICE
-                )
+                value = CHAIN_CHOICE if chains is not None and parts in chains() else FLAT_CHOICE
             elif shapes is not None and set(parts) <= shapes().linear:  # no coupling at all: no chain to read
                 value, confirmed_linear = LINEAR_CHOICE, True
-            elif isinstance(joint, Categorical) and chains is not None and single in chains():
+            elif isinstance(joint, Categorical) and chains is not None and parts in chains():
                 value = CHAIN_CHOICE
             elif shapes is not None and set(parts) <= shapes().curved:
                 value = FLAT_CHOICE
@@ -1001,9 +1039,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
         if held:
             options[JOINT]["holds"] = "+".join(held)
             continuous = [name for block in real for name in block.parts if name not in held]
-            carried = np.concatenate(
-                [np.arange(target.space.slices[n].start, target.space.slices[n].stop) for n in continuous]
-            )
+            carried = part_index(target.space, tuple(continuous))
 
     def build(target: Target, num_warmup: int, **_):
         return _build(target, num_warmup, layout, joint, whiten, carried, summed)

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from gradmc.base import Target
+from gradmc.base import INDEX_PARTS, Target
 from gradmc.discrete.plate_gibbs import SITE_TERMS
 from gradmc.mode_shift import LABELS
 from gradmc.spaces import Binary, Count, Ordinal, Product, Real, Space
@@ -234,9 +234,11 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
     conditioned on the discrete values. 0/1 sites and counts of unbounded support enter it as
     floats (the gradient samplers differentiate it in them: a count's log-pmf continues to
     real values through lgamma), unless the model cannot take them so (it indexes an array
-    with them, ``locs[z]``); those and the other discrete sites enter as integers of their
-    own dtype (indices), where the gradient is zero and exact conditionals or ordinal-NCG's
-    window proposal do the moving.
+    with them, ``locs[z]``; one-site parts on equal spaces, a model's states written one site
+    per time step, are tried together, :meth:`~gradmc.spaces.Product.discrete_groups`); those
+    and the other discrete sites enter as integers of their own dtype (indices), where the
+    gradient is zero and exact conditionals or ordinal-NCG's window proposal do the moving
+    (``metadata["index_parts"]`` names them).
     """
     from numpyro.handlers import condition, substitute, trace
     from numpyro.infer.util import constrain_fn, potential_energy
@@ -278,8 +280,9 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         return True
 
     real_valued = {name for name, part in discrete.items() if isinstance(part, (Binary, Count))}
-    if not takes_floats(real_valued):
-        real_valued = {name for name in real_valued if takes_floats({name})}
+    if not takes_floats(real_valued):  # each group on its own: one-site parts on equal spaces (a model's
+        groups = [set(group) & real_valued for group in space.discrete_groups()]  # states one per step) together
+        real_valued = set().union(*(group for group in groups if group and takes_floats(group)))
     split = split_with(real_valued)
     logdensity_fn = logdensity_with(split)
 
@@ -338,7 +341,11 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         space=space,
         description=f"NumPyro model {title}: continuous sites unconstrained, discrete sites sampled ({space})",
         initial_position=initial_position,
-        metadata={SITE_TERMS: site_terms, LABELS: _label_sites(sites, discrete)},
+        metadata={
+            SITE_TERMS: site_terms,
+            LABELS: _label_sites(sites, discrete, frozenset(discrete) - real_valued),
+            INDEX_PARTS: frozenset(discrete) - real_valued,
+        },
         variables=Variables(
             named,
             space.event_shape,
@@ -378,18 +385,24 @@ def _deterministic(sites: dict) -> list[str]:
     return [name for name, site in sites.items() if site["type"] == "deterministic"]
 
 
-def _label_sites(sites: dict, discrete) -> frozenset[str]:
+def _label_sites(sites: dict, discrete, indices: frozenset[str]) -> frozenset[str]:
     """The discrete sites drawn from a ``Categorical`` (through any ``expand``, ``mask`` or
-    ``to_event``): their values name categories, which the mode shift may swap.
+    ``to_event``), and the 0/1 sites the model takes as ``indices`` (``level[s]`` of a
+    ``Bernoulli`` state): their values name categories, which the mode shift may swap. (A 0/1
+    site the model takes as a number, a switch multiplying a coefficient, is not one.)
     """
-    from numpyro.distributions import CategoricalLogits, CategoricalProbs
+    from numpyro.distributions import BernoulliLogits, BernoulliProbs, CategoricalLogits, CategoricalProbs
 
     def base(fn):
         return base(fn.base_dist) if hasattr(fn, "base_dist") else fn
 
-    return frozenset(
-        name for name in discrete if isinstance(base(sites[name]["fn"]), CategoricalProbs | CategoricalLogits)
-    )
+    def is_label(name):
+        fn = base(sites[name]["fn"])
+        return isinstance(fn, CategoricalProbs | CategoricalLogits) or (
+            name in indices and isinstance(fn, BernoulliProbs | BernoulliLogits)
+        )
+
+    return frozenset(name for name in discrete if is_label(name))
 
 
 def _is_discrete_latent(site: dict) -> bool:

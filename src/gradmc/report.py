@@ -48,10 +48,12 @@ def _cell(value) -> str:
     return str(value)
 
 
-def format_value_frequencies(posterior: dict, max_values: int = 5, r_hat=None, ess=None) -> str:
+def format_value_frequencies(posterior: dict, max_values: int = 5, r_hat=None, ess=None, max_lines: int = 10) -> str:
     """How often each value of the integer-valued (discrete) variables was drawn, one line
     each: a scalar's most frequent values, an array's values over all its entries; with
-    ``r_hat`` and ``ess``, the largest R-hat and smallest bulk ESS of its entries.
+    ``r_hat`` and ``ess``, the largest R-hat and smallest bulk ESS of its entries. Of more than
+    ``max_lines`` variables (a model written one site per time step), those with the largest
+    R-hat are shown, in the model's order, and one line sums up the rest.
 
     Parameters
     ----------
@@ -62,8 +64,10 @@ def format_value_frequencies(posterior: dict, max_values: int = 5, r_hat=None, e
     r_hat, ess : array_like, optional
         R-hat and bulk ESS of the coordinates in :func:`named_coordinates`' order (those
         past their length are left out).
+    max_lines : int
+        How many variables are shown at most.
     """
-    lines, offset = [], 0
+    lines, worst, least, offset = [], [], [], 0
     for name, value in posterior.items():
         value = np.asarray(value)
         entries = slice(offset, offset + int(np.prod(value.shape[2:])))
@@ -75,17 +79,33 @@ def format_value_frequencies(posterior: dict, max_values: int = 5, r_hat=None, e
         shares = ", ".join(f"{values[i]} {100 * counts[i] / value.size:.1f}%" for i in order)
         label = name if value.ndim == 2 else f"{name} ({int(np.prod(value.shape[2:]))} entries pooled)"
         more = f" ({len(order)} most frequent of {values.size} values)" if values.size > len(order) else ""
-        mixing = ""
+        mixing, worst_here, least_here = "", np.nan, np.nan
         if r_hat is not None and ess is not None:
-            worst, least = np.asarray(r_hat, np.float64)[entries], np.asarray(ess, np.float64)[entries]
-            if worst.size and not np.all(np.isnan(worst)) and not np.all(np.isnan(least)):
+            rhats, esses = np.asarray(r_hat, np.float64)[entries], np.asarray(ess, np.float64)[entries]
+            if rhats.size and not np.all(np.isnan(rhats)) and not np.all(np.isnan(esses)):
                 many = value.ndim > 2
+                worst_here, least_here = np.nanmax(rhats), np.nanmin(esses)
                 mixing = (
-                    f"; R-hat {'at most ' if many else ''}{np.nanmax(worst):.3f}, "
-                    f"bulk ESS {'at least ' if many else ''}{np.nanmin(least):.0f}"
+                    f"; R-hat {'at most ' if many else ''}{worst_here:.3f}, "
+                    f"bulk ESS {'at least ' if many else ''}{least_here:.0f}"
                 )
         lines.append(f"  {label}: {shares}{more}{mixing}")
-    return "\n".join(["values drawn of the discrete variables:", *lines]) if lines else ""
+        worst.append(worst_here)
+        least.append(least_here)
+    if len(lines) > max_lines:
+        ranked = np.argsort(-np.nan_to_num(np.asarray(worst), nan=-np.inf), kind="stable")
+        shown, rest = np.sort(ranked[:max_lines]), ranked[max_lines:]
+        summary = f"  and {rest.size} more"
+        if not np.all(np.isnan(np.asarray(worst)[rest])):
+            summary += (
+                f": R-hat at most {np.nanmax(np.asarray(worst)[rest]):.3f}, "
+                f"bulk ESS at least {np.nanmin(np.asarray(least)[rest]):.0f}"
+            )
+        lines = [lines[i] for i in shown] + [summary]
+    heading = "values drawn of the discrete variables" + (
+        f" ({max_lines} of {len(worst)} with the largest R-hat):" if len(worst) > max_lines else ":"
+    )
+    return "\n".join([heading, *lines]) if lines else ""
 
 
 def format_params(params) -> str:
@@ -276,10 +296,12 @@ def named_coordinates(posterior: dict) -> tuple[np.ndarray, list[str], np.ndarra
 
 
 def worst_first(r_hat, scalar, k: int, discrete=None) -> np.ndarray:
-    """The indices of at most ``k`` coordinates to show: scalar variables first (in their
-    order), then the entries of continuous arrays by decreasing R-hat, then those of discrete
-    arrays (whose values :func:`format_value_frequencies` also sums up) by decreasing R-hat;
-    NaN last in each.
+    """The indices of at most ``k`` coordinates to show: continuous scalar variables first (in
+    their order), then the entries of continuous arrays by decreasing R-hat, then discrete
+    scalar variables and last the entries of discrete arrays (whose values
+    :func:`format_value_frequencies` also sums up), each by decreasing R-hat; NaN last in each.
+    So a model's many discrete sites (one per time step, or a mixture's assignments) never
+    crowd out its continuous parameters, and the discrete sites shown are the worst mixed.
 
     Parameters
     ----------
@@ -294,9 +316,9 @@ def worst_first(r_hat, scalar, k: int, discrete=None) -> np.ndarray:
     """
     r_hat, scalar = np.asarray(r_hat, np.float64), np.asarray(scalar, bool)
     discrete = np.zeros_like(scalar) if discrete is None else np.asarray(discrete, bool)
-    order = [np.flatnonzero(scalar)]
-    for kind in (False, True):
-        rest = np.flatnonzero(~scalar & (discrete == kind))
+    order = [np.flatnonzero(scalar & ~discrete)]
+    for kind, is_scalar in ((False, False), (True, True), (True, False)):
+        rest = np.flatnonzero((scalar == is_scalar) & (discrete == kind))
         order.append(rest[np.argsort(-np.nan_to_num(r_hat[rest], nan=-np.inf), kind="stable")])
     return np.concatenate(order)[:k]
 
@@ -338,7 +360,7 @@ def trace_panels(trace, max_panels: int = 6, posterior: dict | None = None) -> l
     """What :func:`plot_trace` draws: ``(label, (chain, draw) values)`` per panel.
 
     For a model with continuous unknowns, its scalar variables first, then the entries of its
-    arrays with the largest R-hat, named as the model names them (each label gives its
+    arrays with the largest R-hat (:func:`worst_first`), named as the model names them (each label gives its
     R-hat); for a discrete target, the statistics that tell mixing (mean value of the
     coordinates, share of coordinates changed since the first draw). Then the log density,
     and the acceptance rate as a running mean over :data:`ACCEPTANCE_WINDOW` iterations.

@@ -433,6 +433,17 @@ class Product(Space):
         """The names of the discrete parts."""
         return [name for name, part in self.parts.items() if part.is_discrete]
 
+    def discrete_groups(self) -> list[tuple[str, ...]]:
+        """The discrete parts, those of one site on equal spaces together (a model's states
+        written one site per time step, ``s1``, ``s2``, ...: one block of a sampler, whose
+        sites it can read as a chain), each other part alone; in the order of the parts.
+        """
+        groups: dict[object, list[str]] = {}
+        for name in self.discrete_parts:
+            part = self.parts[name]
+            groups.setdefault(part if part.d == 1 else name, []).append(name)
+        return [tuple(names) for names in groups.values()]
+
     def part(self, position, name: str):
         """Part ``name`` of ``position`` (or of a batch of them), shaped as its space's positions.
 

@@ -135,8 +135,9 @@ def whitened(bind: Callable[[Target], BoundSampler], view: Target, frame: Callab
 def spread_change(target: Target, index: np.ndarray, start: jax.Array | None = None) -> float:
     """The largest factor by which the conditional standard deviation of a coordinate of the
     block at ``index`` changes when one discrete site moves: at the target's start, and with
-    the first site of each discrete part of its :class:`~gradmc.spaces.Product` space moved to
-    its next value (one compiled program).
+    the first site of each discrete part of its :class:`~gradmc.spaces.Product` space (of each
+    group of one-site parts on equal spaces, :meth:`~gradmc.spaces.Product.discrete_groups`)
+    moved to its next value (one compiled program).
 
     Parameters
     ----------
@@ -157,7 +158,7 @@ def spread_change(target: Target, index: np.ndarray, start: jax.Array | None = N
     @jax.jit
     def factors(start):
         moved = []
-        for name in space.discrete_parts:
+        for name, *_ in space.discrete_groups():
             part, where = space.parts[name], space.slices[name]
             values = jnp.reshape(start[where], part.event_shape)
             moved.append(start.at[where].set(jnp.ravel(shifted_site(values, 0, 1, part))))

@@ -223,3 +223,18 @@ def test_auto_reads_a_chain_of_indexed_sites_and_gives_it_ffbs():
         lambda x: log_density(x) + indexed_loop(x["z"]) - indexed_chain(x["z"]), init=init, space={"z": VALUES}
     )
     assert gradmc.composed.composed_sampler(looped).name == "mu=nuts, z=gibbs"
+
+
+def test_auto_reads_a_chain_of_sites_written_one_per_step():
+    """The same chain with one entry per site, as a model written in a loop has it: the entries
+    share one block, whose chain is read from evaluations."""
+
+    def log_density(x):
+        z = jnp.concatenate([x[f"z{t}"] for t in range(T)])
+        return indexed_chain(z) - 0.5 * jnp.sum(x["mu"] ** 2)
+
+    one_site = Ordinal([0.0, 1.0, 2.0], 1)
+    init = {"mu": jnp.zeros(2), **{f"z{t}": jnp.zeros(1) for t in range(T)}}
+    space = {f"z{t}": one_site for t in range(T)}
+    target = gradmc.from_function(log_density, init=init, space=space, name="one per step")
+    assert gradmc.composed.composed_sampler(target).name == "mu=nuts, z0..z3=ffbs"

@@ -772,7 +772,7 @@ def _summed_out_problems(trace: Trace) -> list[str]:
     found = []
     for label, choice in trace.options.items() if isinstance(trace.options, dict) else ():
         summed = choice.get(COLLAPSE) if isinstance(choice, dict) else None
-        for part in summed.split("+") if isinstance(summed, str) else ():
+        for part in [summed] if isinstance(summed, str) else ():  # the summed block's label
             accept = trace.stats.get(f"{part}.acceptance_rate")
             if trace.options.get(part, {}).get("sampler") != LINEAR_CHOICE or accept is None:
                 continue
