@@ -339,7 +339,7 @@ EXAMPLES = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)
 @pytest.mark.slow
 def test_mixed_models_page_examples_run_clean():
     assert "mixed-models.md" in (PAGE.parents[1] / "mkdocs.yml").read_text()
-    assert len(EXAMPLES) == 7
+    assert len(EXAMPLES) == 8
     namespace = {"__name__": "mixed_models_example"}
     with warnings.catch_warnings():
         warnings.simplefilter("error", gradmc.RunWarning)
