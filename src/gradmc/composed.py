@@ -401,10 +401,10 @@ def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
         continuous[space.slices[name]] = False
     indices = target.metadata.get(INDEX_PARTS, frozenset())
     groups = [group for group in space.discrete_groups() if not set(group) <= indices]
-    where = {group: part_index(space, group) for group in groups}
-    probed = [group for group in groups if not isinstance(space.parts[group[0]], Ordinal)]
     if not groups:  # every discrete part an index: no gradient, nothing to read
         return PartShapes(frozenset(indices), frozenset(), frozenset())
+    where = {group: part_index(space, group) for group in groups}
+    probed = [group for group in groups if not isinstance(space.parts[group[0]], Ordinal)]
     grad_fn = jax.grad(target.logdensity_fn)
 
     @jax.jit
@@ -580,9 +580,8 @@ def blocks(
         grouped[real_rest] = AUTO
     for group in space.discrete_groups():  # one-site parts on equal spaces together, unless in a plate
         unnamed = [name for name in group if name in rest]
-        alone = [name for name in unnamed if name in plates] if len(unnamed) > 1 else unnamed
-        grouped.update({(name,): AUTO for name in alone})
-        together = tuple(name for name in unnamed if name not in alone)
+        grouped.update({(name,): AUTO for name in unnamed if name in plates})
+        together = tuple(name for name in unnamed if name not in plates)
         if together:
             grouped[together] = AUTO
     order = list(space.parts)

@@ -283,6 +283,7 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
     if not takes_floats(real_valued):  # each group on its own: one-site parts on equal spaces (a model's
         groups = [set(group) & real_valued for group in space.discrete_groups()]  # states one per step) together
         real_valued = set().union(*(group for group in groups if group and takes_floats(group)))
+    indices = frozenset(discrete) - real_valued
     split = split_with(real_valued)
     logdensity_fn = logdensity_with(split)
 
@@ -343,8 +344,8 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         initial_position=initial_position,
         metadata={
             SITE_TERMS: site_terms,
-            LABELS: _label_sites(sites, discrete, frozenset(discrete) - real_valued),
-            INDEX_PARTS: frozenset(discrete) - real_valued,
+            LABELS: _label_sites(sites, discrete, indices),
+            INDEX_PARTS: indices,
         },
         variables=Variables(
             named,

@@ -771,18 +771,17 @@ def _summed_out_problems(trace: Trace) -> list[str]:
     """
     found = []
     for label, choice in trace.options.items() if isinstance(trace.options, dict) else ():
-        summed = choice.get(COLLAPSE) if isinstance(choice, dict) else None
-        for part in [summed] if isinstance(summed, str) else ():  # the summed block's label
-            accept = trace.stats.get(f"{part}.acceptance_rate")
-            if trace.options.get(part, {}).get("sampler") != LINEAR_CHOICE or accept is None:
-                continue
-            rate = float(np.nanmean(np.asarray(accept)))
-            if rate < SUMMED_ACCEPTANCE:
-                found.append(
-                    f"block {part} was summed out of {label}'s moves as if the log density were linear in it, but "
-                    f"its exact-conditional draws were accepted at a rate of {rate:.4f}, not 1: it is not linear "
-                    f"there, and the draws are not exact; run with {{'{COLLAPSE}': 'off'}} (--sampler {COLLAPSE}=off)"
-                )
+        summed = choice.get(COLLAPSE) if isinstance(choice, dict) else None  # the summed block's label
+        accept = trace.stats.get(f"{summed}.acceptance_rate") if isinstance(summed, str) else None
+        if accept is None or trace.options.get(summed, {}).get("sampler") != LINEAR_CHOICE:
+            continue
+        rate = float(np.nanmean(np.asarray(accept)))
+        if rate < SUMMED_ACCEPTANCE:
+            found.append(
+                f"block {summed} was summed out of {label}'s moves as if the log density were linear in it, but "
+                f"its exact-conditional draws were accepted at a rate of {rate:.4f}, not 1: it is not linear "
+                f"there, and the draws are not exact; run with {{'{COLLAPSE}': 'off'}} (--sampler {COLLAPSE}=off)"
+            )
     return found
 
 
