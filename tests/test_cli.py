@@ -318,6 +318,7 @@ def model_file(tmp_path_factory):
     ("spec", "extra", "sampler", "names"),
     [
         ("log_p", ["--dim", "3"], "mala", {"x"}),
+        ("log_p", ["--dim", "3"], None, {"x"}),  # no --sampler: auto, NUTS on a real target
         ("potts", ["--space", "categorical:3x4"], "gwg", {"x"}),
         pytest.param(
             "schools", ["--data", "schools.npz"], "nuts", {"mu", "tau", "eta", "theta"}, marks=pytest.mark.slow
@@ -328,14 +329,17 @@ def test_sample_runs_a_user_model_file(model_file, tmp_path, capsys, spec, extra
     """``gradmc sample path/model.py:NAME``: a function with --dim or --space, a NumPyro model with
     --data; the summary and the trace file carry the model's names (constrained for NumPyro)."""
     extra = [str(model_file / e) if e.endswith(".npz") else e for e in extra]
-    argv = ["sample", f"{model_file / 'model.py'}:{spec}", *extra, "--sampler", sampler, "--out", str(tmp_path), *SMALL]
+    chosen = [] if sampler is None else ["--sampler", sampler]
+    argv = ["sample", f"{model_file / 'model.py'}:{spec}", *extra, *chosen, "--out", str(tmp_path), *SMALL]
     assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{sampler or 'nuts'} on ")
     import arviz as az
 
     posterior = az.from_netcdf(tmp_path / "trace.nc").posterior
     assert set(posterior.data_vars) == names
     if spec == "schools":
-        lines = capsys.readouterr().out.splitlines()
+        lines = out.splitlines()
         header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["name", "mean"])
         rows = [line.split()[0] for line in lines[header + 1 : header + 11]]
         assert rows[:2] == ["mu", "tau"]  # scalars first, then the worst-converged entries of eta and theta

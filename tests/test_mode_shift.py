@@ -114,8 +114,8 @@ def test_a_trial_not_kept_leaves_each_chain_where_its_log_density_was_higher(tar
     judge = composed.judge_joint
 
     def never_kept(*args):
-        changed, accepted, evals, _, _ = judge(*args).value
-        return gradmc.base.Shared((changed, accepted, evals, jnp.bool_(False), jnp.int32(0)))
+        changed, joint_changed, evals, _, _ = judge(*args).value
+        return gradmc.base.Shared((changed, joint_changed, evals, jnp.bool_(False), jnp.int32(0)))
 
     monkeypatch.setattr(composed, "judge_joint", never_kept)
     run = {**RUN, "num_chains": 8, "num_draws": 50}
@@ -134,28 +134,30 @@ def test_a_trial_not_kept_leaves_each_chain_where_its_log_density_was_higher(tar
 
 
 @pytest.mark.parametrize(
-    ("changed", "accepted", "kept"),
+    ("changed", "joint_changed", "kept"),
     [
         (0.0, 0.3, True),  # blocks that do not move alone
-        (1.0, 0.2, True),  # a joint move for every five entries the blocks change
+        (1.0, 0.2, True),  # the joint moves change one entry for every five the blocks change
         (10.0, 0.5, False),  # one for every twenty: not worth its cost
+        (10.0, 2.0, True),  # an exchange of labels changes every site it relabels
         (0.0, 0.0, False),  # nothing moves either way
     ],
 )
-def test_the_joint_move_is_kept_where_it_moves_the_discrete_block_often_enough(changed, accepted, kept):
-    judged = _judged(changed, accepted, evals=10.0)
-    np.testing.assert_allclose(judged.value[:3], (4 * changed, 4 * accepted, 40.0))
+def test_the_joint_move_is_kept_where_it_moves_the_discrete_block_often_enough(changed, joint_changed, kept):
+    judged = _judged(changed, joint_changed, evals=10.0)
+    np.testing.assert_allclose(judged.value[:3], (4 * changed, 4 * joint_changed, 40.0))
+    assert bool(judged.value[3]) == kept
 
 
-def _judged(changed, accepted, evals, move_evals=1, max_moves=10):
+def _judged(changed, joint_changed, evals, move_evals=1, max_moves=10):
     """The judged state after sweeps 0 .. 11 of which 4 .. 7 are judged."""
     from gradmc.composed import judge_joint
 
     judged = gradmc.base.Shared((jnp.float32(0), jnp.float32(0), jnp.float32(0), jnp.bool_(False), jnp.int32(1)))
-    worth = accepted > 0 and accepted >= 0.1 * changed
+    worth = joint_changed > 0 and joint_changed >= 0.1 * changed
     for t in range(12):  # the others count nothing
         judged = judge_joint(
-            judged, jnp.float32(changed), jnp.float32(accepted), jnp.float32(evals), t, 4, 8, move_evals, max_moves
+            judged, jnp.float32(changed), jnp.float32(joint_changed), jnp.float32(evals), t, 4, 8, move_evals, max_moves
         )
         assert bool(judged.value[3]) == (worth and t >= 7)
     return judged
@@ -347,3 +349,40 @@ def test_a_swap_of_two_labels_leaves_a_mixture_s_exchanged_components_and_stays_
     z = trace.posterior()["z"]
     assert np.all(z[:, :, 0] != 1) and np.all(z[:, :, 2] != 0)  # every chain left the exchanged labels
     assert_tv_within_bound(z.astype(float), labelled_exact(), p=0.01)
+
+
+@pytest.mark.slow  # one composed program with a chain of 60 states
+def test_the_trial_counts_every_state_an_exchange_of_labels_flips():
+    # Two regimes of a 60-step chain, exchangeable in the likelihood: the second mode (the
+    # regimes exchanged) holds about a fifth of the mass. FFBS moves a few states a sweep in
+    # either mode but never leaves it; an accepted exchange flips every state. Judged by the
+    # entries changed, the trial keeps the mode shift and every chain visits both modes;
+    # counted as one change per accepted move, it was left out and no chain left the first.
+    steps = 60
+    rng = np.random.default_rng(7)
+    regime = np.zeros(steps, int)
+    for t in range(1, steps):
+        regime[t] = regime[t - 1] if rng.random() < 0.85 else 1 - regime[t - 1]
+    rain = jnp.asarray(rng.normal(np.where(regime == 0, 0.5, 3.0), 0.8), jnp.float32)
+
+    def regimes(position):
+        level, log_noise, s = position["level"], position["log_noise"], position["s"]
+        noise = jnp.exp(log_noise)
+        log_prior = -0.5 * jnp.sum(((level - jnp.array([0.0, 2.0])) / 2.0) ** 2) - 0.5 * (noise / 2.0) ** 2 + log_noise
+        same = jnp.sum(s[1:] * s[:-1])
+        log_chain = same * np.log(0.85) + (steps - 1 - same) * np.log(0.15)
+        return log_prior + log_chain + jnp.sum(-0.5 * ((rain - s @ level) / noise) ** 2 - log_noise)
+
+    init = {
+        "level": jnp.array([0.0, 2.0]),
+        "log_noise": jnp.float32(0.0),
+        "s": jax.nn.one_hot(jnp.zeros(steps, int), 2),
+    }
+    target = gradmc.from_function(regimes, init=init, space={"s": Categorical(2, steps)}, name="regimes")
+    run = {**RUN, "num_warmup": 400, "num_draws": 200, "seed": 0}
+    with pytest.warns(gradmc.RunWarning):  # too short a run for its R-hat
+        trace = gradmc.sample(target, "auto", **run)
+    assert trace.sampler.endswith("s=ffbs") and np.all(trace.params["joint"])
+    second_mode = np.asarray(trace.posterior()["level"])[..., 0] > 1.75
+    assert np.all(second_mode.any(axis=1)) and np.all((~second_mode).any(axis=1))
+    assert 0.05 < second_mode.mean() < 0.5

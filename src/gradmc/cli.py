@@ -165,10 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
     _target_args(p)
     p.add_argument(
         "--sampler",
-        required=True,
+        default="auto",
         metavar="NAME",
         help=(
-            "a sampler (gradmc list), auto, or for a mixed model one per part: beta=nuts,gamma=pavg "
+            "a sampler (gradmc list), auto (the default), or for a mixed model one per part: beta=nuts,gamma=pavg "
             "(parts not named: auto; joint=mode-shift moves every block together before each sweep, joint=none "
             "never, joint=auto, the default, where warm-up finds it worth its cost; whiten=on|off|auto moves the "
             "continuous block in coordinates fitted to its conditional)"

@@ -89,8 +89,8 @@ WHOLE_BLOCK_DRAWS = frozenset({PLATE_CHOICE, CHAIN_CHOICE, LINEAR_CHOICE})
 NO_JOINT = "none"
 JOINT_CHOICES = (mode_shift.NAME, AUTO, NO_JOINT)
 #: ``"auto"``'s mode shift: tried in every judged sweep W/2 .. 3W/4 − 1 and kept for the last
-#: quarter of the warm-up and the kept draws where its accepted moves were at least
-#: :data:`JOINT_SHARE` of the discrete entries the blocks' own moves changed in those sweeps
+#: quarter of the warm-up and the kept draws where the discrete entries its moves changed were
+#: at least :data:`JOINT_SHARE` of those the blocks' own moves changed in those sweeps
 #: (:func:`judge_joint`): blocks that hold each other in place, as a mixture's far-apart
 #: components do, or switches whose coefficients the data pin when in and the prior spreads
 #: when out (variable selection). The judged sweeps follow those of a discrete block's own
@@ -104,13 +104,15 @@ JUDGED = "judged"
 #: The key of ``trace.params`` holding the mode shift's moves per sweep where ``"auto"`` kept it
 #: (:func:`judge_joint`); asked for in every sweep, it makes one.
 JOINT_MOVES = "joint_moves"
-#: A joint move costs about a sweep; kept where its accepted share of moves is at least this
-#: share of the discrete entries a sweep changes. Measured (one run each, 4 × (500 + 1,000),
-#: one move a sweep): the logistic
+#: A joint move costs about a sweep; kept where the discrete entries its moves change are at
+#: least this share of those the blocks' own moves change. Measured (one run each,
+#: 4 × (500 + 1,000), one move a sweep): the logistic
 #: selection 0.17 (kept: its min ESS per second of sampling is 1.6x what it is without),
 #: MixedHMC's mixture unbounded (its blocks do not move alone), the spike and slab 0.056, the
-#: change point 0.058, the three-component mixture 0.009 and the HMM 0.002 (each 0.4-0.65x
-#: with it in every sweep).
+#: change point 0.058, the three-component mixture 0.005 and the HMM 0.002 (each 0.4-0.65x
+#: with it in every sweep); a 60-day two-regime HMM written one site per day 2.8 (its
+#: exchanges of the regimes flip every state; counted as one change each, it was left out and
+#: a chain stayed in the second mode).
 JOINT_SHARE = 0.1
 #: ``"auto"`` has the mode shift ready, and whitens, only where the continuous block has at most
 #: this many entries: each of its Newton steps takes a Hessian-vector product per entry.
@@ -148,8 +150,8 @@ class JointWarmup(NamedTuple):
     blocks : tuple
         Each block's warm-up state.
     judged : Shared
-        ``(changed, accepted, evals, on, moves)``: the discrete entries the blocks' own moves
-        changed, the accepted share of the joint moves and the blocks' evaluations, each a
+        ``(changed, joint_changed, evals, on, moves)``: the discrete entries the blocks' own
+        moves changed, those the joint moves changed and the blocks' evaluations, each a
         mean over chains summed over the judged sweeps; whether the mode shift is on, and its
         moves per sweep; the same for every chain.
     before_trial : jax.Array
@@ -185,27 +187,28 @@ def trial_levels(levels, logdensity, t, judge_from: int, judge_to: int):
 
 
 def judge_joint(
-    judged: Shared, changed, accepted, evals, t, judge_from: int, judge_to: int, move_evals: int, max_moves: int
+    judged: Shared, changed, joint_changed, evals, t, judge_from: int, judge_to: int, move_evals: int, max_moves: int
 ) -> Shared:
     """``judged`` (:class:`JointWarmup`) after warm-up sweep ``t``, whose blocks' own moves
-    changed ``changed`` discrete entries at a cost of ``evals`` evaluations, and which accepted
-    a share ``accepted`` of its joint moves: summed over sweeps ``judge_from`` .. ``judge_to`` − 1.
-    At the last of them the mode shift is kept on where it moved at all and at least
-    :data:`JOINT_SHARE` times as often as the entries changed, with as many moves per sweep
+    changed ``changed`` discrete entries at a cost of ``evals`` evaluations, and whose joint
+    move changed ``joint_changed``: summed over sweeps ``judge_from`` .. ``judge_to`` − 1. At the
+    last of them the mode shift is kept on where it moved at all and changed at least
+    :data:`JOINT_SHARE` times as many entries as the blocks did (a swap of two labels counts
+    every site it relabels, a shift of one site its entries), with as many moves per sweep
     (at least one, at most ``max_moves``) as cost, at ``move_evals`` each, what the blocks'
     moves cost: a sweep spends as much on joint moves as on the blocks' own (none where the
     mode shift is off).
     """
-    total_changed, total_accepted, total_evals, on, moves = judged.value
+    total_changed, total_joint, total_evals, on, moves = judged.value
     in_window = (t >= judge_from) & (t < judge_to)
     total_changed = total_changed + jnp.where(in_window, pool_chains(changed.astype(jnp.float32)), 0.0)
-    total_accepted = total_accepted + jnp.where(in_window, pool_chains(accepted.astype(jnp.float32)), 0.0)
+    total_joint = total_joint + jnp.where(in_window, pool_chains(joint_changed.astype(jnp.float32)), 0.0)
     total_evals = total_evals + jnp.where(in_window, pool_chains(evals.astype(jnp.float32)), 0.0)
-    worth = (total_accepted > 0) & (total_accepted >= JOINT_SHARE * total_changed)
+    worth = (total_joint > 0) & (total_joint >= JOINT_SHARE * total_changed)
     last = t == judge_to - 1
     affordable = jnp.floor(total_evals / max(judge_to - judge_from, 1) / move_evals).astype(jnp.int32)
     moves = jnp.where(last, jnp.where(worth, jnp.clip(affordable, 1, max_moves), 0), moves)
-    return Shared((total_changed, total_accepted, total_evals, on | (last & worth), moves))
+    return Shared((total_changed, total_joint, total_evals, on | (last & worth), moves))
 
 
 def auto_sampler(space: Space) -> str:
@@ -779,7 +782,7 @@ def _build(
     def sweep(key, states, move, joint_on=False, num_moves=1, restart=None):
         # restart: (whether, where): every block set to a flat position first, refreshed there
         x = position(states) if restart is None else jnp.where(restart[0], restart[1], position(states))
-        extra_evals, extra, frame = 0, {}, None
+        extra_evals, extra, frame, before_joint = 0, {}, None, x
         if joint_on is not False:  # True: every sweep; a traced flag: from when warm-up switched it on
             x, accepted, frame = joint_move(jax.random.fold_in(key, 2 * len(layout)), x, joint_on, num_moves)
             extra_evals = jnp.where(joint_on, mode_shift.grad_evals(carried.size, num_moves), 0)
@@ -799,9 +802,11 @@ def _build(
             extra_evals = extra_evals + jnp.where(joint_on & share_frame, 0, whitening.grad_evals(continuous.size))
         combined = _combined_stats(stats, [b.label for b in layout], refreshes + extra_evals)
         changed = jnp.sum(after_joint[discrete_index] != x[discrete_index])  # by the blocks' own moves
+        joint_changed = jnp.sum(before_joint[discrete_index] != after_joint[discrete_index])
         own_evals = sum(s.num_grad_evals for s in stats) + refreshes
         level = stats[last_discrete].logdensity  # the joint's: a discrete block's moves never sum a block out
-        return tuple(new_states), combined._replace(extra={**combined.extra, **extra}), changed, own_evals, level
+        combined = combined._replace(extra={**combined.extra, **extra})
+        return tuple(new_states), combined, (changed, joint_changed), own_evals, level
 
     def joint_move(key, x, on, num_moves):
         """``num_moves`` mode-shift moves where ``on``, and the continuous block's frame at the
@@ -860,9 +865,11 @@ def _build(
         new, stats, changed, evals, level = blockwise(
             key, states.blocks, t, kept | trial, jnp.where(kept, moves, 1), (back, before_trial)
         )
-        accepted = stats.extra[f"{JOINT}.acceptance_rate"]
+        changed, joint_changed = changed
         move_evals = mode_shift.grad_evals(carried.size, 2) - mode_shift.grad_evals(carried.size, 1)
-        judged = judge_joint(states.judged, changed, accepted, evals, t, judge_from, judge_to, move_evals, max_moves)
+        judged = judge_joint(
+            states.judged, changed, joint_changed, evals, t, judge_from, judge_to, move_evals, max_moves
+        )
         levels = trial_levels(states.levels, level, t, judge_from, judge_to)
         return JointWarmup(new, judged, before_trial, levels), stats
 

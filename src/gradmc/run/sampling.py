@@ -691,7 +691,7 @@ def _trace(
 
 def sample(
     target: Target | str | Callable,
-    sampler: str | Sampler,
+    sampler: str | Sampler | Mapping = AUTO,
     *,
     num_chains: int = 4,
     num_warmup: int = 1000,
@@ -725,7 +725,7 @@ def sample(
         :func:`gradmc.models.resolve_target`).
     sampler : str, Sampler or dict
         A registered name (``"mala"``), ``gradmc.sampler("mala", step_size=0.1)`` or
-        ``"auto"`` (NUTS on real targets; :func:`gradmc.composed.auto_sampler`). On a mixed
+        ``"auto"``, the default (NUTS on real targets; :func:`gradmc.composed.auto_sampler`). On a mixed
         target (``space`` a dict) one sampler per block, moved in turn: a dict from an
         entry (or a tuple of entries) to its sampler, entries not named ``"auto"``
         (:mod:`gradmc.composed`); one name applies to every block of its kind.
