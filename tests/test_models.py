@@ -283,6 +283,13 @@ def test_registered_names_take_precedence():
     assert load_target("banana").name == gradmc.target("banana").name
 
 
+def test_a_file_defining_one_model_needs_no_name(tmp_path):
+    path = tmp_path / "one.py"
+    path.write_text("import jax.numpy as jnp\n\n\ndef log_p(x):\n    return -0.5 * jnp.sum(x**2)\n")
+    target = load_target(str(path), dim=2)
+    assert target.name == "log_p" and target.dim == 2
+
+
 def test_load_target_refuses_bad_specs(model_file, tmp_path):
     with pytest.raises(ValueError, match="no such model file"):
         load_target(f"{tmp_path / 'absent.py'}:log_p", dim=3)
@@ -296,7 +303,7 @@ def test_load_target_refuses_bad_specs(model_file, tmp_path):
         load_target(f"{model_file}:TARGET", dim=3)
     with pytest.raises(ValueError, match="its type is int"):
         load_target(f"{model_file}:NOT_A_MODEL")
-    with pytest.raises(ValueError, match="name the model inside"):
+    with pytest.raises(ValueError, match="name the model inside .*; it defines TARGET, flips, log_p"):
         load_target(str(model_file))
     with pytest.raises(ValueError, match="cannot import the module"):
         load_target("no_such_module_here:log_p", dim=2)

@@ -275,7 +275,7 @@ def _load_target(gradmc, args):
     (with ``--dim``, ``--space``, ``--data``).
     """
     model_options = {"--dim": args.dim, "--space": args.space, "--data": args.data}
-    if ":" in args.target:
+    if ":" in args.target or args.target.endswith(".py"):
         if args.target_option:
             raise ValueError(
                 f"--target-option sets a registered target's options; {args.target} takes --dim, --space, --data"

@@ -438,7 +438,8 @@ def load_target(
     data: str | os.PathLike | None = None,
 ) -> Target:
     """The target named by ``spec``: a registered name, ``path/to/model.py:NAME`` or
-    ``package.module:NAME``.
+    ``package.module:NAME``; ``path/to/model.py`` alone where the file defines one function or
+    Target.
 
     ``NAME`` is a :class:`~gradmc.base.Target`, a NumPyro model function (a function
     whose trace has NumPyro sample sites; see :func:`gradmc.numpyro_models.from_numpyro`)
@@ -466,16 +467,26 @@ def load_target(
     """
     if not isinstance(spec, str) or not spec:
         raise ValueError(f"a target spec is a registered name or path/to/model.py:NAME, got {spec!r}")
-    if ":" not in spec:
-        if spec.endswith(".py"):
-            raise ValueError(f"name the model inside {spec}: {spec}:NAME (a Target, a log density or a NumPyro model)")
+    if ":" in spec:
+        source, _, name = spec.rpartition(":")
+        if not source or not name.isidentifier():
+            raise ValueError(
+                f"cannot read the target spec {spec!r}; expected path/to/model.py:NAME or package.module:NAME"
+            )
+        module = _load_module(source)
+    elif spec.endswith(".py"):  # a file defining one model names it
+        source, module = spec, _load_module(spec)
+        found = _candidates(module)
+        if len(found) != 1:
+            raise ValueError(
+                f"name the model inside {spec}: {spec}:NAME (a Target, a log density or a NumPyro model); "
+                f"it defines {', '.join(found) or 'nothing usable'}"
+            )
+        name, spec = found[0], f"{spec}:{found[0]}"
+    else:
         if dim is not None or space is not None or data is not None:
             raise ValueError(f"--dim, --space and --data apply to a model of your own, not to the registered {spec!r}")
         return registered_target(spec)
-    source, _, name = spec.rpartition(":")
-    if not source or not name.isidentifier():
-        raise ValueError(f"cannot read the target spec {spec!r}; expected path/to/model.py:NAME or package.module:NAME")
-    module = _load_module(source)
     if not hasattr(module, name):
         found = ", ".join(_candidates(module)) or "nothing usable"
         raise ValueError(f"{source} has no {name!r}; it defines {found}")
