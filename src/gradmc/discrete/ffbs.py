@@ -134,28 +134,31 @@ def chain_model_by_values(logdensity_fn: Callable, position, space) -> ChainMode
     t, k = position.shape[0], space.num_values
     values = jnp.asarray(space.values, position.dtype)
     index = space.to_index(position)
-    base = logdensity_fn(position)
     offsets = jnp.arange(1, k)  # the other values: index + j mod k
 
     def change(at, offset):
         return (index[at] + offset) % k
 
     def single(at, offset):
-        return logdensity_fn(position.at[at].set(values[change(at, offset)])) - base
+        return position.at[at].set(values[change(at, offset)])
 
     def pair(at, first, second):
-        moved = position.at[at - 1].set(values[change(at - 1, first)]).at[at].set(values[change(at, second)])
-        return logdensity_fn(moved) - base
+        return position.at[at - 1].set(values[change(at - 1, first)]).at[at].set(values[change(at, second)])
 
-    sites = jnp.arange(t)
-    ones = jax.vmap(jax.vmap(single, (None, 0)), (0, None))(sites, offsets)  # (T, K − 1)
-    ones = jnp.where(jnp.isnan(ones), -jnp.inf, ones)
+    sites, later = jnp.arange(t), jnp.arange(1, t)
+    singles = jax.vmap(jax.vmap(single, (None, 0)), (0, None))(sites, offsets)  # (T, K − 1, T)
+    pairs = jax.vmap(jax.vmap(jax.vmap(pair, (None, None, 0)), (None, 0, None)), (0, None, None))(
+        later, offsets, offsets
+    )  # (T − 1, K − 1, K − 1, T)
+    # every position in one batch: one copy of f in the compiled program
+    batch = jnp.concatenate([position[None], singles.reshape(-1, t), pairs.reshape(-1, t)])
+    evaluated = jax.vmap(logdensity_fn)(batch)
+    changes = evaluated[1:] - evaluated[0]
+    changes = jnp.where(jnp.isnan(changes), -jnp.inf, changes)
+    ones = changes[: t * (k - 1)].reshape(t, k - 1)
+    twos = changes[t * (k - 1) :].reshape(t - 1, k - 1, k - 1)
     rows = jnp.broadcast_to(sites[:, None], ones.shape)
     unary = jnp.zeros((t, k), position.dtype).at[rows, change(rows, offsets[None, :])].set(ones)
-    later = sites[1:]
-    grid = jax.vmap(jax.vmap(jax.vmap(pair, (None, None, 0)), (None, 0, None)), (0, None, None))
-    twos = grid(later, offsets, offsets)  # (T − 1, K − 1, K − 1)
-    twos = jnp.where(jnp.isnan(twos), -jnp.inf, twos)
     a = change(later[:, None, None] - 1, offsets[None, :, None])
     b = change(later[:, None, None], offsets[None, None, :])
     d_a, d_b = unary[later[:, None, None] - 1, a], unary[later[:, None, None], b]
@@ -181,19 +184,25 @@ def coupling_outside_chain_by_values(logdensity_fn: Callable, position, space) -
     space : gradmc.spaces.DiscreteSpace
         The sites' space.
     """
-    k = space.num_values
+    t, k = position.shape[0], space.num_values
     values = jnp.asarray(space.values, position.dtype)
     moved = values[(space.to_index(position) + 1) % k]
-    base = logdensity_fn(position)
-    singles = jax.vmap(lambda at: logdensity_fn(position.at[at].set(moved[at])) - base)(jnp.arange(position.shape[0]))
-
-    def interactions(gap):
-        first = jnp.arange(position.shape[0] - gap)
-        both = jax.vmap(lambda at: logdensity_fn(position.at[at].set(moved[at]).at[at + gap].set(moved[at + gap])))
-        return both(first) - base - singles[first] - singles[first + gap]
-
-    outside = jnp.concatenate([interactions(2), interactions(3)])
-    return jnp.linalg.norm(outside), jnp.linalg.norm(singles), jnp.linalg.norm(interactions(1))
+    sites = jnp.arange(t)
+    singles = jax.vmap(lambda at: position.at[at].set(moved[at]))(sites)
+    gaps = (1, 2, 3)
+    firsts = [jnp.arange(t - gap) for gap in gaps]
+    pairs = [
+        jax.vmap(lambda at, gap=gap: singles[at].at[at + gap].set(moved[at + gap]))(first)
+        for gap, first in zip(gaps, firsts, strict=True)
+    ]
+    # every position in one batch: one copy of f in the compiled probe
+    evaluated = jax.vmap(logdensity_fn)(jnp.concatenate([position[None], singles, *pairs]))
+    changes = evaluated[1:] - evaluated[0]
+    ones, twos = changes[:t], jnp.split(changes[t:], [t - 1, 2 * t - 3])  # the pairs one, two and three apart
+    inside, *outside = (
+        both - ones[first] - ones[first + gap] for gap, first, both in zip(gaps, firsts, twos, strict=True)
+    )
+    return jnp.linalg.norm(jnp.concatenate(outside)), jnp.linalg.norm(ones), jnp.linalg.norm(inside)
 
 
 def coupling_outside_chain(logdensity_fn: Callable, position, key) -> tuple[jax.Array, jax.Array]:
