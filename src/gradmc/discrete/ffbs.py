@@ -118,6 +118,14 @@ def chain_model(logdensity_fn: Callable, position) -> ChainModel:
     return ChainModel(gradient - hz + 0.5 * diagonal, jnp.swapaxes(upper, 1, 2))
 
 
+def _changes(logdensity_fn: Callable, position, *moved) -> jax.Array:
+    """The log density at each row of the ``moved`` batches less f at ``position``, all evaluated in one
+    batch: one copy of f in the compiled program.
+    """
+    evaluated = jax.vmap(logdensity_fn)(jnp.concatenate([position[None], *moved]))
+    return evaluated[1:] - evaluated[0]
+
+
 def chain_model_by_values(logdensity_fn: Callable, position, space) -> ChainModel:
     """The :class:`ChainModel` of f at ``position`` from evaluations (module doc): exact for an
     f that couples each site only to its neighbours, whatever its form.
@@ -150,10 +158,7 @@ def chain_model_by_values(logdensity_fn: Callable, position, space) -> ChainMode
     pairs = jax.vmap(jax.vmap(jax.vmap(pair, (None, None, 0)), (None, 0, None)), (0, None, None))(
         later, offsets, offsets
     )  # (T − 1, K − 1, K − 1, T)
-    # every position in one batch: one copy of f in the compiled program
-    batch = jnp.concatenate([position[None], singles.reshape(-1, t), pairs.reshape(-1, t)])
-    evaluated = jax.vmap(logdensity_fn)(batch)
-    changes = evaluated[1:] - evaluated[0]
+    changes = _changes(logdensity_fn, position, singles.reshape(-1, t), pairs.reshape(-1, t))
     changes = jnp.where(jnp.isnan(changes), -jnp.inf, changes)
     ones = changes[: t * (k - 1)].reshape(t, k - 1)
     twos = changes[t * (k - 1) :].reshape(t - 1, k - 1, k - 1)
@@ -195,9 +200,7 @@ def coupling_outside_chain_by_values(logdensity_fn: Callable, position, space) -
         jax.vmap(lambda at, gap=gap: singles[at].at[at + gap].set(moved[at + gap]))(first)
         for gap, first in zip(gaps, firsts, strict=True)
     ]
-    # every position in one batch: one copy of f in the compiled probe
-    evaluated = jax.vmap(logdensity_fn)(jnp.concatenate([position[None], singles, *pairs]))
-    changes = evaluated[1:] - evaluated[0]
+    changes = _changes(logdensity_fn, position, singles, *pairs)
     ones, twos = changes[:t], jnp.split(changes[t:], [t - 1, 2 * t - 3])  # the pairs one, two and three apart
     inside, *outside = (
         both - ones[first] - ones[first + gap] for gap, first, both in zip(gaps, firsts, twos, strict=True)
