@@ -339,7 +339,7 @@ EXAMPLES = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)
 @pytest.mark.slow
 def test_mixed_models_page_examples_run_clean():
     assert "mixed-models.md" in (PAGE.parents[1] / "mkdocs.yml").read_text()
-    assert len(EXAMPLES) == 8
+    assert len(EXAMPLES) == 9
     namespace = {"__name__": "mixed_models_example"}
     with warnings.catch_warnings():
         warnings.simplefilter("error", gradmc.RunWarning)
@@ -356,6 +356,8 @@ def test_mixed_models_page_examples_run_clean():
     assignments = namespace["mixture_trace"].posterior()["z"].ravel()
     assert np.allclose(np.bincount(assignments, minlength=3) / assignments.size, namespace["weights"], atol=0.05)
     assert namespace["hmm_trace"].sampler == "mu=nuts, z=ffbs"
+    plated = gradmc.from_numpyro(namespace["weather_plate"], np.array([0.3, 2.9, 3.4, 0.1, 2.5, 0.6, 3.1]))
+    assert gradmc.composed.composed_sampler(plated).name == "level+noise+stay=nuts, s=ffbs"
     decoded = np.round(namespace["states"].mean(axis=(0, 1)))
     assert np.mean(decoded == namespace["hidden"]) > 0.9
 

@@ -347,6 +347,25 @@ def daily_regimes(rain):
     numpyro.sample("rain", dist.Normal(jnp.asarray(LEVELS)[jnp.stack(states)] + mu, 1.0), obs=rain)
 
 
+def plated_regimes(rain):
+    """The same HMM written over a plate: the states one site of a plate of days, uniform there,
+    the chain's transitions a factor."""
+    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+    with numpyro.plate("day", len(rain)):
+        s = numpyro.sample("s", dist.Bernoulli(0.5))
+        numpyro.sample("rain", dist.Normal(jnp.asarray(LEVELS)[s] + mu, 1.0), obs=rain)
+    same = s[1:] == s[:-1]
+    numpyro.factor("markov", jnp.sum(jnp.where(same, np.log(STAY), np.log(1 - STAY))))
+
+
+def test_states_over_a_plate_coupled_by_a_markov_factor_are_read_as_a_chain():
+    """Flipping every state keeps which neighbours agree, so a check of the plate's independence
+    that moved all of them at once saw no coupling, and plate-gibbs drew each state as if alone."""
+    target = gradmc.from_numpyro(plated_regimes, RAIN)
+    assert target.metadata["site_terms"] == {}
+    assert gradmc.composed.composed_sampler(target).name == "mu=nuts, s=ffbs"
+
+
 def test_sites_written_one_per_day_are_one_block_read_as_a_chain():
     from gradmc.spaces import Binary
 
@@ -359,10 +378,13 @@ def test_sites_written_one_per_day_are_one_block_read_as_a_chain():
 
 
 @pytest.mark.slow
-def test_sites_written_one_per_day_move_together_as_a_chain_exactly():
-    """The five daily sites are one block, read as a chain and drawn by FFBS; with mu integrated
-    out, rain - levels[s] ~ N(0, I + 11ᵀ), so p(s | rain) is exact over the 32 regime paths, and
-    mu | rain, s ~ N(sum(rain - levels[s]) / 6, 1/6)."""
+@pytest.mark.parametrize(
+    "model, chosen", [(daily_regimes, "mu=nuts, s0..s4=ffbs"), (plated_regimes, "mu=nuts, s=ffbs")]
+)
+def test_an_hmm_moves_its_states_together_as_a_chain_exactly(model, chosen):
+    """The five states, written one site per day or over a plate, are one block, read as a chain
+    and drawn by FFBS; with mu integrated out, rain - levels[s] ~ N(0, I + 11ᵀ), so p(s | rain) is
+    exact over the 32 regime paths, and mu | rain, s ~ N(sum(rain - levels[s]) / 6, 1/6)."""
     import itertools
 
     from scipy.stats import multivariate_normal
@@ -372,9 +394,9 @@ def test_sites_written_one_per_day_move_together_as_a_chain_exactly():
 
     days = len(RAIN)
     trace = gradmc.sample(
-        gradmc.from_numpyro(daily_regimes, RAIN), "auto", num_warmup=500, num_draws=2000, seed=3, progress=False
+        gradmc.from_numpyro(model, RAIN), "auto", num_warmup=500, num_draws=2000, seed=3, progress=False
     )
-    assert trace.sampler == "mu=nuts, s0..s4=ffbs"
+    assert trace.sampler == chosen
     probs, means, second = np.zeros((2,) * days), 0.0, 0.0
     cov = np.eye(days) + np.ones((days, days))
     for s in itertools.product(range(2), repeat=days):
@@ -386,7 +408,8 @@ def test_sites_written_one_per_day_move_together_as_a_chain_exactly():
         m = np.sum(RAIN - LEVELS[list(s)]) / (days + 1)
         means, second = means + probs[s] * m, second + probs[s] * (m**2 + 1 / (days + 1))
     posterior = trace.posterior()
-    paths = np.stack([posterior[f"s{t}"] for t in range(days)], axis=-1).astype(float)
+    paths = posterior["s"] if "s" in posterior else np.stack([posterior[f"s{t}"] for t in range(days)], axis=-1)
+    paths = paths.astype(float)
     assert_tv_within_bound(paths, ExactDistribution(np.arange(2.0), days, probs.ravel(order="F"), 0.0))
     assert_moments_match(posterior["mu"][..., None], np.array([means]), var=np.array([second - means**2]), p=0.01)
 

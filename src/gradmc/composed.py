@@ -334,8 +334,8 @@ def _as_block_sampler(choice, space: Space, label: str) -> tuple[Sampler, int]:
     entry_kind = sampler_entry(choice.name).kind
     if entry_kind not in ("any", kind):
         raise ValueError(
-            f"sampler {choice.name!r} samples {entry_kind} spaces; {label!r} lies on {space}. "
-            f"'auto' would run {auto_sampler(space)!r} there"
+            f"sampler {choice.name!r} samples {entry_kind} spaces; {label!r} lies on {space}: give it a {kind} "
+            f"sampler (such as {auto_sampler(space)!r}) or 'auto', which picks one from the model"
         )
     return choice, steps
 

@@ -165,13 +165,34 @@ def _plates_of(site: dict) -> tuple | None:
     return tuple(frames)
 
 
+#: The seed of the random halves that :func:`_independence_moves` moves.
+CHECK_SEED = 0
+
+
+def _independence_moves(start: np.ndarray, index: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """How :func:`_site_terms` moves a site's entries (at ``index`` in the flat position
+    ``start``, each on the value set ``values``) to check their independence: ``changed``, one
+    row per move, which entries it changes (all of them, entry 0 alone, and two random halves
+    drawn with :data:`CHECK_SEED`), and ``positions``, ``start`` and then each move's position
+    (a changed entry goes to the first value, or from it to the last). A single pattern can miss
+    a coupling: a Markov chain's factor over 0/1 states sees only which neighbours agree, which
+    flipping every state keeps.
+    """
+    halves = np.random.default_rng(CHECK_SEED).random((2, index.size)) < 0.5
+    changed = np.concatenate([np.ones((1, index.size), bool), np.eye(1, index.size, dtype=bool), halves])
+    current = start[index]
+    positions = np.repeat(start[None], 1 + len(changed), axis=0)
+    positions[1:, index] = np.where(changed, np.where(current == values[0], values[-1], values[0]), current)
+    return changed, positions
+
+
 def _site_terms(model_trace: Callable, space: Product, discrete: dict, sites: dict, start) -> dict[str, Callable]:
     """``{part: terms(x)}`` for each discrete site in plates whose entries are conditionally
     independent given the rest (:mod:`gradmc.discrete.plate_gibbs`): ``terms(x)[n]`` sums the
     log-probabilities of entry n (in the flat order of the site's value) of every site in
-    those plates. Independence is checked at ``start`` (a position): moving the site changes
-    no site outside the plates, and moving its entry 0 changes no other entry's terms; a site
-    that fails gets no terms.
+    those plates. Independence is checked at ``start`` (a position), with the site's entries
+    moved in four ways (:func:`_independence_moves`): no move may change the sites outside the
+    plates, nor the terms of an entry it left. A site that fails gets no terms.
     """
 
     def in_plates(site, frames):
@@ -205,23 +226,20 @@ def _site_terms(model_trace: Callable, space: Product, discrete: dict, sites: di
         frames = _plates_of(sites[name])
         if frames is None:
             continue
-        values = np.asarray(space.parts[name].values)
         index = np.arange(space.slices[name].start, space.slices[name].stop)
-        start_values = np.asarray(start)[index]
-        moved = np.asarray(start).copy()
-        moved[index] = np.where(start_values == values[0], values[-1], values[0])  # every entry changed
-        one = np.asarray(start).copy()
-        one[index[0]] = moved[index[0]]  # entry 0 alone
+        if index.size != np.prod([frame.size for frame in frames], dtype=int):
+            continue  # not one entry per term
+        changed, positions = _independence_moves(np.asarray(start), index, np.asarray(space.parts[name].values))
         terms = terms_of(frames)
 
         @jax.jit
-        def check(start, moved, one, terms=terms, frames=frames):  # one program, not the model's ops one by one
-            return outside(start, frames), outside(moved, frames), terms(start), terms(one)
+        def check(positions, terms=terms, frames=frames):  # one program, the model's ops not one by one
+            return jax.vmap(lambda x: outside(x, frames))(positions), jax.vmap(terms)(positions)
 
-        before, after, base, changed = (np.asarray(v) for v in check(start, jnp.asarray(moved), jnp.asarray(one)))
-        if not np.isclose(float(before), float(after), rtol=1e-6, atol=1e-6):
+        outsides, each = (np.asarray(v) for v in check(jnp.asarray(positions)))
+        if not np.allclose(outsides, outsides[0], rtol=1e-6, atol=1e-6):
             continue
-        if not np.allclose(changed[1:], base[1:], rtol=1e-6, atol=1e-6):
+        if not np.allclose(np.where(changed, each[0], each[1:]), each[0], rtol=1e-6, atol=1e-6):
             continue
         found[name] = terms
     return found
