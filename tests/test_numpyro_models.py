@@ -366,6 +366,20 @@ def test_states_over_a_plate_coupled_by_a_markov_factor_are_read_as_a_chain():
     assert gradmc.composed.composed_sampler(target).name == "mu=nuts, s=ffbs"
 
 
+def test_two_states_of_a_plate_coupled_by_a_factor_are_not_independent():
+    """A factor on whether two states agree is unchanged when every state flips, and when
+    either both or neither lie in a moved half: the check's random halves split them."""
+
+    def paired(rain):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+        with numpyro.plate("day", len(rain)):
+            s = numpyro.sample("s", dist.Bernoulli(0.5))
+            numpyro.sample("rain", dist.Normal(jnp.asarray(LEVELS)[s] + mu, 1.0), obs=rain)
+        numpyro.factor("twins", jnp.where(s[2] == s[4], 1.0, 0.0))
+
+    assert gradmc.from_numpyro(paired, RAIN).metadata["site_terms"] == {}
+
+
 def test_sites_written_one_per_day_are_one_block_read_as_a_chain():
     from gradmc.spaces import Binary
 

@@ -165,20 +165,21 @@ def _plates_of(site: dict) -> tuple | None:
     return tuple(frames)
 
 
-#: The seed of the random halves that :func:`_independence_moves` moves.
-CHECK_SEED = 0
+#: How many random halves of a site's entries :func:`_independence_moves` moves, and their seed:
+#: a coupling of two entries escapes all of them with probability 2^-16.
+CHECK_HALVES, CHECK_SEED = 16, 0
 
 
 def _independence_moves(start: np.ndarray, index: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """How :func:`_site_terms` moves a site's entries (at ``index`` in the flat position
     ``start``, each on the value set ``values``) to check their independence: ``changed``, one
-    row per move, which entries it changes (all of them, entry 0 alone, and two random halves
-    drawn with :data:`CHECK_SEED`), and ``positions``, ``start`` and then each move's position
+    row per move, which entries it changes (all of them, entry 0 alone, and :data:`CHECK_HALVES`
+    random halves), and ``positions``, ``start`` and then each move's position
     (a changed entry goes to the first value, or from it to the last). A single pattern can miss
     a coupling: a Markov chain's factor over 0/1 states sees only which neighbours agree, which
     flipping every state keeps.
     """
-    halves = np.random.default_rng(CHECK_SEED).random((2, index.size)) < 0.5
+    halves = np.random.default_rng(CHECK_SEED).random((CHECK_HALVES, index.size)) < 0.5
     changed = np.concatenate([np.ones((1, index.size), bool), np.eye(1, index.size, dtype=bool), halves])
     current = start[index]
     positions = np.repeat(start[None], 1 + len(changed), axis=0)
@@ -191,7 +192,7 @@ def _site_terms(model_trace: Callable, space: Product, discrete: dict, sites: di
     independent given the rest (:mod:`gradmc.discrete.plate_gibbs`): ``terms(x)[n]`` sums the
     log-probabilities of entry n (in the flat order of the site's value) of every site in
     those plates. Independence is checked at ``start`` (a position), with the site's entries
-    moved in four ways (:func:`_independence_moves`): no move may change the sites outside the
+    moved in several ways (:func:`_independence_moves`): no move may change the sites outside the
     plates, nor the terms of an entry it left. A site that fails gets no terms.
     """
 
