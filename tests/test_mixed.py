@@ -339,7 +339,7 @@ EXAMPLES = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)
 @pytest.mark.slow
 def test_mixed_models_page_examples_run_clean():
     assert "mixed-models.md" in (PAGE.parents[1] / "mkdocs.yml").read_text()
-    assert len(EXAMPLES) == 9
+    assert len(EXAMPLES) == 10
     namespace = {"__name__": "mixed_models_example"}
     with warnings.catch_warnings():
         warnings.simplefilter("error", gradmc.RunWarning)
@@ -349,6 +349,8 @@ def test_mixed_models_page_examples_run_clean():
     assert inclusion[0] > 0.99 and inclusion[3] > 0.99 and np.all(np.delete(inclusion, [0, 3]) < 0.1)
     assert namespace["trace"].sampler == "early+late=nuts, s=gibbs"
     assert np.bincount(namespace["trace"].posterior()["s"].ravel()).argmax() == 25
+    assert namespace["outlier_trace"].sampler == "early+late=nuts, s=gibbs"
+    assert np.all(namespace["outlier_trace"].posterior()["outlier"].mean(axis=(0, 1))[[10, 40]] > 0.9)
     assert namespace["count_trace"].sampler == "rate=nuts, size=ordinal-ncg"
     assert abs(namespace["count_trace"].posterior()["size"].mean() - 21.08) < 1.0
     assert namespace["mixture_trace"].sampler == "x=nuts (summing out z), z=linear-gibbs"

@@ -90,14 +90,6 @@ def test_discrete_sites_without_enumeration_are_named():
     with pytest.raises(ValueError, match="latent site 'z'.*enumerate='sequential'"):
         gradmc.from_numpyro(sequential)
 
-    def both_kinds():
-        b = numpyro.sample("b", dist.Bernoulli(0.5), infer={"enumerate": "parallel"})
-        z = numpyro.sample("z", dist.Bernoulli(0.5))
-        numpyro.sample("y", dist.Normal(b + z, 1.0), obs=1.0)
-
-    with pytest.raises(ValueError, match="sums out 'b'.*discrete sites gradmc samples \\('z'\\)"):
-        gradmc.from_numpyro(both_kinds)
-
 
 def test_enumerated_sites_are_summed_out():
     pytest.importorskip("funsor")
@@ -113,6 +105,66 @@ def test_enumerated_sites_are_summed_out():
     exact = np.log(0.7 * norm.pdf(2.0, m, 1.0) + 0.3 * norm.pdf(2.0, m + 3.0, 1.0)) + norm.logpdf(m)
     got = jax.vmap(target.logdensity_fn)(m[:, None].astype(np.float32))
     np.testing.assert_allclose(got, exact, rtol=1e-5)
+
+
+def test_sites_summed_out_beside_sampled_ones_give_the_marginal():
+    """b is summed out and z sampled: the log density at (m, z) is
+    log(0.7 N(1; m + 2z, 1) + 0.3 N(1; m + 1 + 2z, 1)) + log N(m; 0, 1) + log 0.5."""
+    pytest.importorskip("funsor")
+    from scipy.stats import norm
+
+    def both_kinds():
+        b = numpyro.sample("b", dist.Bernoulli(0.3), infer={"enumerate": "parallel"})
+        z = numpyro.sample("z", dist.Bernoulli(0.5))
+        m = numpyro.sample("m", dist.Normal(0.0, 1.0))
+        numpyro.sample("y", dist.Normal(m + b + 2.0 * z, 1.0), obs=1.0)
+
+    target = gradmc.from_numpyro(both_kinds)
+    assert str(target.space) == "Product(m: Real(1), z: Binary(1))"
+    m, z = np.meshgrid(np.linspace(-2.0, 2.0, 5), [0.0, 1.0])
+    exact = np.log(0.7 * norm.pdf(1.0, m + 2 * z, 1.0) + 0.3 * norm.pdf(1.0, m + 1 + 2 * z, 1.0))
+    exact += norm.logpdf(m) + np.log(0.5)
+    positions = np.stack([m.ravel(), z.ravel()], -1).astype(np.float32)
+    np.testing.assert_allclose(jax.vmap(target.logdensity_fn)(positions), exact.ravel(), rtol=1e-5)
+
+
+def outlying_shift(y):
+    """y_n ~ N(m + [n < s], 1), or N(5, 1) where o_n = 1 (prior 0.3): s sampled, o summed out."""
+    m = numpyro.sample("m", dist.Normal(0.0, 1.0))
+    s = numpyro.sample("s", dist.DiscreteUniform(0, 4))
+    with numpyro.plate("n", y.shape[0]):
+        o = numpyro.sample("o", dist.Bernoulli(0.3), infer={"enumerate": "parallel"})
+        numpyro.sample("y", dist.Normal(jnp.where(o == 1, 5.0, m + (jnp.arange(y.shape[0]) < s)), 1.0), obs=y)
+
+
+@pytest.mark.slow
+def test_sampled_and_summed_out_sites_together_are_exact():
+    """The change s is sampled, the outlier flags o summed out and drawn back: p(s | y),
+    E[m | y] and p(o_n = 1 | y), exact by quadrature over m, match the draws."""
+    pytest.importorskip("funsor")
+    from scipy.special import logsumexp
+    from scipy.stats import norm
+
+    from gradmc.enumeration import ExactDistribution
+    from gradmc.testing import assert_moments_match, assert_tv_within_bound
+
+    y = np.array([3.0, 3.3, 5.3, 2.6, 3.4, 4.1])  # p(o_n = 1 | y) from 0.03 to 0.87
+    m = np.linspace(-6.0, 6.0, 4001)[:, None, None]  # grid over m, then s, then n
+    shift = (np.arange(y.size) < np.arange(5)[:, None])[None]
+    normal, outlier = np.log(0.7) + norm.logpdf(y, m + shift, 1.0), np.log(0.3) + norm.logpdf(y, 5.0, 1.0)
+    joint = norm.logpdf(m[..., 0]) + np.log(0.2) + logsumexp(np.stack(np.broadcast_arrays(normal, outlier)), 0).sum(-1)
+    weights = np.exp(joint - joint.max())
+    weights /= weights.sum()
+    p_s, m_mean = weights.sum(0), weights.sum(1) @ m[:, 0, 0]
+    m_var = weights.sum(1) @ m[:, 0, 0] ** 2 - m_mean**2
+    p_o = np.einsum("ms,msn->n", weights, np.exp(outlier - np.logaddexp(normal, outlier)))
+
+    trace = gradmc.sample(gradmc.from_numpyro(outlying_shift, y), "auto", num_draws=2000, seed=1, progress=False)
+    posterior = trace.posterior()
+    assert posterior["o"].shape == (4, 2000, y.size) and posterior["o"].dtype.kind == "i"
+    assert_tv_within_bound(posterior["s"][..., None].astype(float), ExactDistribution(np.arange(5.0), 1, p_s, 0.0))
+    assert_moments_match(np.asarray(posterior["m"])[..., None], [m_mean], var=[m_var], p=0.01)
+    assert_moments_match(posterior["o"].astype(float), p_o, var=p_o * (1 - p_o), p=0.01)
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import importlib.util
 import inspect
+import warnings
 from collections.abc import Callable
 
 import jax
@@ -126,13 +127,23 @@ def _prior_runs(model: Callable, args: tuple, kwargs: dict, seeds: tuple[int, ..
     return [{name: {**structure[name], **values.get(name, {})} for name in structure} for values in recorded]
 
 
+def _marked(site: dict):
+    """How the site is marked to be enumerated (``infer={"enumerate": ...}``), or None."""
+    return site["infer"].get("enumerate")
+
+
+def _enumerated(sites: dict) -> list[str]:
+    """The discrete latent sites marked ``infer={"enumerate": "parallel"}``: NumPyro sums them out."""
+    return [name for name, site in sites.items() if _is_discrete_latent(site) and _marked(site) == "parallel"]
+
+
 def _recover_enumerated(model: Callable, args: tuple, kwargs: dict, sites: dict) -> Callable | None:
     """``recover(named, key)`` for the target's :class:`~gradmc.variables.Variables`: each site
     marked ``infer={"enumerate": "parallel"}`` drawn from its conditional given the other
     latent sites' draws (NumPyro's ``Predictive(..., infer_discrete=True)``, which runs
     ``infer_discrete`` on every draw); None when the model has no such site.
     """
-    enumerated = [n for n, s in sites.items() if _is_discrete_latent(s) and s["infer"].get("enumerate") == "parallel"]
+    enumerated = _enumerated(sites)
     if not enumerated:
         return None
     latent = [n for n, s in sites.items() if s["type"] == "sample" and not s["is_observed"] and n not in enumerated]
@@ -143,7 +154,9 @@ def _recover_enumerated(model: Callable, args: tuple, kwargs: dict, sites: dict)
 
         given = {name: named[name] for name in latent if name in named}
         draw = Predictive(model, given, infer_discrete=True, return_sites=enumerated, batch_ndims=2)
-        return {name: np.asarray(value) for name, value in draw(key, *args, **kwargs).items()}
+        with warnings.catch_warnings():  # funsor asks for float64 on some models (a Poisson's), which JAX truncates
+            warnings.filterwarnings("ignore", "Explicitly requested dtype float64", UserWarning)
+            return {name: np.asarray(value) for name, value in draw(key, *args, **kwargs).items()}
 
     return recover
 
@@ -282,11 +295,23 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
 
         return split
 
+    summed_out = bool(_enumerated(sites))
+
+    def given(values: dict) -> Callable:
+        """The model with its sampled discrete sites at ``values`` and its enumerated ones summed out."""
+        conditioned = condition(model, data=values)
+        if not summed_out:
+            return conditioned
+        from numpyro.contrib.funsor import enum
+        from numpyro.infer.util import _guess_max_plate_nesting
+
+        return enum(conditioned, first_available_dim=-_guess_max_plate_nesting(sites) - 1)
+
     def logdensity_with(split: Callable) -> Callable:
         @_without_validation
         def logdensity_fn(x):
             z, values = split(x)
-            return -potential_energy(condition(model, data=values), args, kwargs, z)
+            return -potential_energy(given(values), args, kwargs, z, enum=summed_out)
 
         return logdensity_fn
 
@@ -342,7 +367,7 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
 
     def named(x):
         z, values = split(x)
-        out = constrain_fn(condition(model, data=values), args, kwargs, z, return_deterministic=True)
+        out = constrain_fn(given(values), args, kwargs, z, return_deterministic=True)
         latent = {name: out[name] for name in out if name not in discrete}
         return {**latent, **{name: jnp.asarray(value, jnp.int32) for name, value in values.items()}}
 
@@ -353,8 +378,10 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
             "NumPyro finds no finite log density for the continuous sites, with the discrete sites at their draws "
             f"from the prior or at their largest values ({', '.join(discrete)}); check the model's support"
         )
-    with jax.default_matmul_precision("highest"):  # the independence check's tolerance is below a GPU's TF32 rounding
-        site_terms = _site_terms(model_trace, space, discrete, sites, start)
+    site_terms = {}  # where sites are summed out, a site's log-probabilities are not its entries' terms
+    if not summed_out:  # the independence check's tolerance is below a GPU's TF32 rounding: highest precision
+        with jax.default_matmul_precision("highest"):
+            site_terms = _site_terms(model_trace, space, discrete, sites, start)
     return Target(
         name=title,
         logdensity_fn=logdensity_fn,
@@ -607,7 +634,7 @@ def _sampled_discrete_sites(sites: dict, others: list[dict]) -> dict[str, Space]
         if not _is_discrete_latent(site):
             continue
         kind = type(site["fn"]).__name__
-        marked = site["infer"].get("enumerate")
+        marked = _marked(site)
         if marked == "parallel":
             if importlib.util.find_spec("funsor") is None:
                 raise ValueError(
@@ -675,13 +702,14 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
     :data:`COUNT_REACH`, or by ``infer={"max_value": N}``), and ``gradmc.sample(target,
     "auto")`` moves each block with its own sampler (:mod:`gradmc.composed`). Sites marked
     ``infer={"enumerate": "parallel"}`` are summed out by NumPyro instead (this needs
-    ``funsor``), and ``trace.posterior()`` draws them back from their conditionals given each
-    draw (as NumPyro's ``infer_discrete`` does). ``initial_position`` is NumPyro's default
-    initialisation (uniform in (-2, 2) on the unconstrained scale, retried until the log
-    density and its gradient are finite; counts and other ordered sites raised towards their
-    largest value until the log density is finite), so ``gradmc.sample`` needs no ``init``. The target's
-    :class:`~gradmc.variables.Variables` give the constrained value of every
-    latent site and the value of every ``numpyro.deterministic`` site, under their names.
+    ``funsor``), given the sampled ones where a model has both, and ``trace.posterior()`` draws
+    them back from their conditionals given each draw (as NumPyro's ``infer_discrete`` does).
+    ``initial_position`` is NumPyro's default initialisation (uniform in (-2, 2) on the
+    unconstrained scale, retried until the log density and its gradient are finite; counts and
+    other ordered sites raised towards their largest value until the log density is finite),
+    so ``gradmc.sample`` needs no ``init``. The target's :class:`~gradmc.variables.Variables`
+    give the constrained value of every latent site and the value of every
+    ``numpyro.deterministic`` site, under their names.
 
     Parameters
     ----------
@@ -705,13 +733,6 @@ def from_numpyro(model: Callable, *args, **kwargs) -> Target:
         raise TypeError(f"model must be a NumPyro model function, got {type(model).__name__}")
     sites, *others = _prior_runs(model, args, kwargs, (0, 1, 2))
     discrete = _sampled_discrete_sites(sites, others)
-    enumerated = [n for n, s in sites.items() if _is_discrete_latent(s) and s["infer"].get("enumerate") == "parallel"]
-    if discrete and enumerated:
-        raise ValueError(
-            f"the model sums out {', '.join(map(repr, enumerated))} (enumerate='parallel') and has discrete sites "
-            f"gradmc samples ({', '.join(map(repr, discrete))}): gradmc runs either kind, not both in one model; "
-            "mark every discrete site for enumeration, or none"
-        )
     if discrete:
         with _traceable(model):
             return _mixed_target(model, args, kwargs, sites, discrete)
