@@ -191,6 +191,30 @@ def test_enumerated_sites_are_drawn_back_into_the_posterior():
     assert "z" in trace.to_arviz().posterior
 
 
+def test_summed_out_sites_numpyro_cannot_draw_back_are_left_out_with_the_fix():
+    """NumPyro's infer_discrete does not handle a site marked for enumeration inside scan: the
+    posterior names the sites, leaves them out and says how gradmc samples them instead."""
+    pytest.importorskip("funsor")
+    from numpyro.contrib.control_flow import scan
+
+    def hmm(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 3.0).expand([2]).to_event(1))
+
+        def transition(previous, y_t):
+            x = numpyro.sample("x", dist.Bernoulli(jnp.where(previous == 1, 0.9, 0.1)), infer={"enumerate": "parallel"})
+            numpyro.sample("y", dist.Normal(mu[x], 1.0), obs=y_t)
+            return x, None
+
+        scan(transition, jnp.array(0), y)
+
+    target = gradmc.from_numpyro(hmm, jnp.array([-1.0, 2.0, 1.5]))
+    draws = np.zeros((1, 2, 2), np.float32)
+    for _ in range(2):  # tried once, then left out at once
+        with pytest.warns(gradmc.RunWarning, match="could not draw the summed-out sites 'x'.*without infer="):
+            posterior = target.variables.of_draws(draws, key=jax.random.key(0))
+        assert list(posterior) == ["mu"] and posterior["mu"].shape == (1, 2, 2)
+
+
 def test_from_numpyro_without_numpyro_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "numpyro", None)
     with pytest.raises(ImportError, match='pip install -e "\\.\\[numpyro\\]" in the gradmc repository'):
@@ -410,6 +434,26 @@ def plated_regimes(rain):
     numpyro.factor("markov", jnp.sum(jnp.where(same, np.log(STAY), np.log(1 - STAY))))
 
 
+def scanned_regimes(rain):
+    """The same HMM written with NumPyro's scan, as its HMM examples write it (the states unmarked)."""
+    from numpyro.contrib.control_flow import scan
+
+    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+
+    def day(previous, rain_t):  # previous = -1 before the first day
+        s = numpyro.sample("s", dist.Bernoulli(jnp.where(previous < 0, 0.5, jnp.where(previous == 1, STAY, 1 - STAY))))
+        numpyro.sample("rain", dist.Normal(jnp.asarray(LEVELS)[s] + mu, 1.0), obs=rain_t)
+        return s, None
+
+    scan(day, jnp.array(-1), rain)
+
+
+def test_states_written_in_scan_are_one_site_read_as_a_chain():
+    target = gradmc.from_numpyro(scanned_regimes, RAIN)
+    assert str(target.space) == "Product(mu: Real(1), s: Binary(5))"
+    assert gradmc.composed.composed_sampler(target).name == "mu=nuts, s=ffbs"
+
+
 def test_states_over_a_plate_coupled_by_a_markov_factor_are_read_as_a_chain():
     """Flipping every state keeps which neighbours agree, so a check of the plate's independence
     that moved all of them at once saw no coupling, and plate-gibbs drew each state as if alone."""
@@ -445,10 +489,15 @@ def test_sites_written_one_per_day_are_one_block_read_as_a_chain():
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "model, chosen", [(daily_regimes, "mu=nuts, s0..s4=ffbs"), (plated_regimes, "mu=nuts, s=ffbs")]
+    "model, chosen",
+    [
+        (daily_regimes, "mu=nuts, s0..s4=ffbs"),
+        (plated_regimes, "mu=nuts, s=ffbs"),
+        (scanned_regimes, "mu=nuts, s=ffbs"),
+    ],
 )
 def test_an_hmm_moves_its_states_together_as_a_chain_exactly(model, chosen):
-    """The five states, written one site per day or over a plate, are one block, read as a chain
+    """The five states, written one site per day, over a plate or in scan, are one block, read as a chain
     and drawn by FFBS; with mu integrated out, rain - levels[s] ~ N(0, I + 11ᵀ), so p(s | rain) is
     exact over the 32 regime paths, and mu | rain, s ~ N(sum(rain - levels[s]) / 6, 1/6)."""
     import itertools

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from gradmc.base import INDEX_PARTS, Target
+from gradmc.base import INDEX_PARTS, RunWarning, Target
 from gradmc.discrete.plate_gibbs import SITE_TERMS
 from gradmc.mode_shift import LABELS
 from gradmc.spaces import Binary, Count, Ordinal, Product, Real, Space
@@ -141,22 +141,38 @@ def _recover_enumerated(model: Callable, args: tuple, kwargs: dict, sites: dict)
     """``recover(named, key)`` for the target's :class:`~gradmc.variables.Variables`: each site
     marked ``infer={"enumerate": "parallel"}`` drawn from its conditional given the other
     latent sites' draws (NumPyro's ``Predictive(..., infer_discrete=True)``, which runs
-    ``infer_discrete`` on every draw); None when the model has no such site.
+    ``infer_discrete`` on every draw); None when the model has no such site. Where NumPyro
+    cannot draw them (a site marked inside ``scan``, which its ``infer_discrete`` does not
+    handle), ``recover`` warns with the fix and leaves them out.
     """
     enumerated = _enumerated(sites)
     if not enumerated:
         return None
     latent = [n for n, s in sites.items() if s["type"] == "sample" and not s["is_observed"] and n not in enumerated]
+    failed: list[str] = []  # why NumPyro could not draw them, once known: not tried again
 
     @_without_validation
     def recover(named: dict, key) -> dict:
         from numpyro.infer import Predictive
 
-        given = {name: named[name] for name in latent if name in named}
-        draw = Predictive(model, given, infer_discrete=True, return_sites=enumerated, batch_ndims=2)
-        with warnings.catch_warnings():  # funsor asks for float64 on some models (a Poisson's), which JAX truncates
-            warnings.filterwarnings("ignore", "Explicitly requested dtype float64", UserWarning)
-            return {name: np.asarray(value) for name, value in draw(key, *args, **kwargs).items()}
+        if not failed:
+            given = {name: jnp.asarray(named[name]) for name in latent if name in named}
+            draw = Predictive(model, given, infer_discrete=True, return_sites=enumerated, batch_ndims=2)
+            try:
+                with warnings.catch_warnings():  # funsor asks for float64 on some models (a Poisson's)
+                    warnings.filterwarnings("ignore", "Explicitly requested dtype float64", UserWarning)
+                    return {name: np.asarray(value) for name, value in draw(key, *args, **kwargs).items()}
+            except Exception as error:  # NumPyro's infer_discrete may fail in any way on a model it does not handle
+                failed.append(f"{type(error).__name__}: {error}".strip(": "))
+        names = ", ".join(map(repr, enumerated))
+        warnings.warn(
+            f"NumPyro's infer_discrete could not draw the summed-out sites {names} back from their conditionals "
+            f"({failed[0]}), so the posterior leaves them out; without infer={{'enumerate': 'parallel'}} on them "
+            "gradmc samples them instead (states written in scan are drawn together by FFBS)",
+            RunWarning,
+            stacklevel=5,  # the caller of trace.posterior()
+        )
+        return {}
 
     return recover
 
