@@ -408,6 +408,70 @@ def test_two_valued_labels_that_index_an_array_are_sampled_exactly():
     assert_tv_within_bound(trace.posterior()["z"].astype(float), exact)
 
 
+ANSWERS = np.array([[1, 1, 0], [1, 1, 1], [0, 0, 1], [0, 0, 0], [1, 0, 1], [0, 1, 0]])
+CLASS_PRIORS = np.array([[1.0, 3.0], [3.0, 1.0]])  # Beta(a, b) of each class's answer probabilities
+
+
+def latent_classes(answers):
+    """A latent class model as NumPyro users write it: one class per person, a 0/1 site of shape
+    (N, 1) in a plate at dim -2, which picks the answer probabilities by comparison."""
+    w = numpyro.sample("w", dist.Beta(2.0, 2.0))
+    shape = (2, answers.shape[1])
+    a, b = (jnp.broadcast_to(jnp.asarray(CLASS_PRIORS)[:, i : i + 1], shape) for i in (0, 1))
+    p = numpyro.sample("p", dist.Beta(a, b).to_event(2))
+    with numpyro.plate("person", answers.shape[0], dim=-2):
+        z = numpyro.sample("z", dist.Bernoulli(w))
+        with numpyro.plate("item", answers.shape[1], dim=-1):
+            numpyro.sample("answer", dist.Bernoulli(jnp.where(z == 1, p[1], p[0])), obs=answers)
+
+
+def test_latent_classes_compared_with_are_read_per_person_and_not_as_linear():
+    """The class's prior (Bernoulli(w)) gives the log density a gradient in z, and its Hessian
+    vanishes, yet flipping classes changes the answers' terms, which the gradient does not see:
+    z is not linear (its conditionals cannot be read from the gradient) but compared. Its plate
+    at dim -2, with a broadcast last axis, gives each person's terms: plate-gibbs."""
+    target = gradmc.from_numpyro(latent_classes, ANSWERS)
+    assert set(target.metadata["site_terms"]) == {"z"}
+    shapes = gradmc.composed.part_shapes(target)
+    assert "z" not in shapes.linear and "z" in shapes.compared
+    assert gradmc.composed.composed_sampler(target).name == "p+w=nuts (summing out z), z=plate-gibbs"
+
+
+@pytest.mark.slow
+def test_latent_classes_are_exact():
+    """Beta priors are conjugate to the Bernoulli answers and classes, so p(z | answers) is exact
+    over the 2^6 class assignments: prod over classes and items of B(a + yes, b + no) / B(a, b),
+    times B(2 + ones, 2 + zeros) / B(2, 2); E[w | z] = (2 + ones) / (4 + N)."""
+    import itertools
+
+    from scipy.special import betaln
+
+    from gradmc.enumeration import ExactDistribution
+    from gradmc.testing import assert_moments_match, assert_tv_within_bound
+
+    people = ANSWERS.shape[0]
+    probs, w_mean, w_second = np.zeros((2,) * people), 0.0, 0.0
+    for z in itertools.product(range(2), repeat=people):
+        z = np.array(z)
+        log_p = betaln(2 + z.sum(), 2 + people - z.sum())
+        for k in range(2):
+            yes = ANSWERS[z == k].sum(0)
+            log_p += np.sum(betaln(CLASS_PRIORS[k, 0] + yes, CLASS_PRIORS[k, 1] + (z == k).sum() - yes))
+        probs[tuple(z)] = np.exp(log_p)
+    probs /= probs.sum()
+    for z in itertools.product(range(2), repeat=people):
+        a, b = 2 + sum(z), 2 + people - sum(z)
+        w_mean += probs[z] * a / (a + b)
+        w_second += probs[z] * a * (a + 1) / ((a + b) * (a + b + 1))
+    trace = gradmc.sample(
+        gradmc.from_numpyro(latent_classes, ANSWERS), "auto", num_warmup=500, num_draws=2000, seed=5, progress=False
+    )
+    posterior = trace.posterior()
+    exact = ExactDistribution(np.arange(2.0), people, probs.ravel(order="F"), 0.0)
+    assert_tv_within_bound(posterior["z"][..., 0].astype(float), exact)
+    assert_moments_match(posterior["w"][..., None], np.array([w_mean]), var=np.array([w_second - w_mean**2]), p=0.01)
+
+
 RAIN = np.array([0.3, 2.9, 3.4, 0.1, 2.5])
 LEVELS = np.array([0.5, 3.0])
 STAY = 0.8

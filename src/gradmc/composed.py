@@ -355,9 +355,14 @@ class PartShapes(NamedTuple):
     """Parts without a gradient: the model only indexes arrays by them or compares with them,
     as ``locs[z]`` or ``t < s`` do, and a first-order proposal learns nothing there."""
     curved: frozenset[str]
-    """Binary, spin and categorical parts in which the log density is not quadratic."""
+    """Binary, spin and categorical parts in which the log density is not quadratic, or whose
+    changes its gradient misjudges (``compared``)."""
     linear: frozenset[str]
     """Binary, spin and categorical parts in which it is linear, with a gradient."""
+    compared: frozenset[str] = frozenset()
+    """The curved parts whose Hessian-vector products vanish but whose changes the gradient
+    mispredicts: the model compares with their sites (``jnp.where(z == 1, a, b)``) besides
+    terms linear in them (a prior's), which alone the gradient sees."""
 
 
 #: A part's Hessian-vector products at two points that differ by more than this share of their
@@ -367,6 +372,10 @@ CURVATURE_TOLERANCE = 1e-3
 #: A part's Hessian-vector products below this share of its gradient tell a log density that is
 #: linear in the part.
 LINEAR_TOLERANCE = 1e-6
+
+#: A linear part's moves change the log density by what its gradient predicts, to within this
+#: share of the log density's size at the two points, or of 1 if smaller (float32 rounding).
+LINEAR_CHANGE_TOLERANCE = 1e-5
 
 
 def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
@@ -386,9 +395,13 @@ def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
     log density in a way no step size mends, and single-site Gibbs, which evaluates them, is
     the safer choice); *linear* where the products vanish beside the gradient at both (a
     mixture's one-hot assignments: the sites are independent given the rest, with conditionals
-    read from the gradient, :mod:`gradmc.discrete.linear_gibbs`). A point where the log density
-    is not finite is left out. Ordinal parts are left to ordinal-NCG, whose window keeps its
-    moves local where a first-order view holds.
+    read from the gradient, :mod:`gradmc.discrete.linear_gibbs`), and where, besides, moving
+    every site of the part, its first site alone and a random half of its sites to their next
+    values changes the log density by what the gradient predicts. A part whose products vanish
+    but whose moves the gradient mispredicts is curved: the model compares with its sites
+    (``jnp.where(z == 1, a, b)``) besides terms linear in them (a prior's), so the gradient sees
+    only the latter. A point where the log density is not finite is left out. Ordinal parts
+    are left to ordinal-NCG, whose window keeps its moves local where a first-order view holds.
 
     Parameters
     ----------
@@ -416,17 +429,29 @@ def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
         return jax.vmap(at_point)(jnp.stack([start, moved]))
 
     def at_point(x):
-        products = {}
+        gradient, value = grad_fn(x), target.logdensity_fn(x)
+        products, misses = {}, {}
         for group in probed:
             joint = _joint_space(space, group)
             index = joint.to_index(jnp.reshape(x[where[group]], joint.event_shape))
-            other = jnp.ravel(joint.from_index((index + 1) % joint.num_values)).astype(x.dtype)
-            direction = jnp.zeros_like(x).at[where[group]].set(jax.random.normal(jax.random.key(2), other.shape))
-            points = (x, x.at[where[group]].set(other))
-            products[group] = jnp.stack([jax.jvp(grad_fn, (y,), (direction,))[1][where[group]] for y in points])
-        return grad_fn(x), products
 
-    gradients, products = jax.device_get(probe(start))
+            def moved(sites, index=index, joint=joint, group=group):  # those sites at their next values
+                new = jnp.where(sites, (index + 1) % joint.num_values, index)
+                return x.at[where[group]].set(jnp.ravel(joint.from_index(new)).astype(x.dtype))
+
+            every = jnp.ones(index.shape, bool)
+            half = jax.random.bernoulli(jax.random.key(4), 0.5, index.shape)
+            first = jnp.ravel(every).at[1:].set(False).reshape(index.shape)
+            moves = jnp.stack([moved(sites) for sites in (every, first, half)])
+            values = jax.vmap(target.logdensity_fn)(moves)
+            predicted = (moves - x)[:, where[group]] @ gradient[where[group]]
+            misses[group] = jnp.abs(values - value - predicted) / jnp.maximum(jnp.abs(values) + jnp.abs(value), 1.0)
+            step = jax.random.normal(jax.random.key(2), where[group].shape, x.dtype)
+            direction = jnp.zeros_like(x).at[where[group]].set(step)
+            products[group] = jnp.stack([jax.jvp(grad_fn, (y,), (direction,))[1][where[group]] for y in (x, moves[0])])
+        return gradient, products, misses
+
+    gradients, products, misses = jax.device_get(probe(start))
     usable = [
         i
         for i in range(2)
@@ -434,7 +459,7 @@ def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
     ]
     flat = {name for group in groups if usable and not np.any(gradients[usable][:, where[group]]) for name in group}
     flat.update(indices)
-    curved, linear = set(), set()
+    curved, linear, compared = set(), set(), set()
     for group, pair in products.items():
         grads = [np.linalg.norm(gradients[i, where[group]]) for i in usable]
         sizes = [max(np.linalg.norm(pair[i, 0]), np.linalg.norm(pair[i, 1])) for i in usable]
@@ -442,8 +467,12 @@ def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
         if any(change > CURVATURE_TOLERANCE * size for change, size in zip(changes, sizes, strict=True)):
             curved.update(group)
         elif usable and max(grads) > 0 and all(s <= LINEAR_TOLERANCE * g for s, g in zip(sizes, grads, strict=True)):
-            linear.update(group)
-    return PartShapes(frozenset(flat), frozenset(curved), frozenset(linear))
+            if np.max(misses[group][usable]) <= LINEAR_CHANGE_TOLERANCE:
+                linear.update(group)
+            else:  # a move to -inf gives NaN
+                curved.update(group)
+                compared.update(group)
+    return PartShapes(frozenset(flat), frozenset(curved), frozenset(linear), frozenset(compared))
 
 
 #: A categorical part is a chain when the Hessian's entries beyond neighbouring sites are below
@@ -704,6 +733,7 @@ def _build(
     whiten: bool = False,
     carried: np.ndarray | None = None,
     summed: tuple[str, ...] = (),
+    selectors: frozenset[str] = frozenset(),
 ) -> BoundSampler:
     """The :class:`BoundSampler` of a Gibbs sweep over ``layout``'s blocks (module doc),
     preceded by joint moves of every block (:mod:`gradmc.mode_shift`): in every sweep when
@@ -712,14 +742,15 @@ def _build(
     (default: all) and hold the others. The continuous blocks move on the log density with the
     discrete blocks labelled in ``summed`` summed out (:func:`summed_out`): each sweep then
     draws those blocks from their exact conditional given the continuous ones, a collapsed
-    Gibbs sweep.
+    Gibbs sweep. The joint moves may swap the values of Categorical blocks, of those the
+    target's metadata names as labels and of the 0/1 parts in ``selectors``.
     """
     site_terms = _site_terms(target)
     marginal = summed_out(target.logdensity_fn, [b for b in layout if b.label in summed], site_terms)
     continuous = np.concatenate([block.index for block in layout if not block.space.is_discrete] or [[]]).astype(int)
     carried = continuous if carried is None else carried
     discrete = [(block.index, block.space) for block in layout if block.space.is_discrete]
-    named_labels = target.metadata.get(mode_shift.LABELS, frozenset())
+    named_labels = target.metadata.get(mode_shift.LABELS, frozenset()) | selectors
     labels = [
         isinstance(block.space, Categorical) or set(block.parts) <= named_labels
         for block in layout
@@ -1039,8 +1070,14 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     elif joint == JUDGED:
         options[JOINT] = {"sampler": mode_shift.NAME, "when": JUDGED}
     joint = None if joint == NO_JOINT else joint
-    carried = None
+    carried, selectors = None, frozenset()
     if joint is not None:
+        # 0/1 parts the model only selects with (jnp.where(z == 1, a, b), a[z]) name two
+        # alternatives, which the joint moves may swap as they swap a Categorical's labels
+        binary = {name for name, part in target.space.parts.items() if isinstance(part, Binary | Spin)}
+        if binary:
+            with jax.default_matmul_precision("highest"):
+                selectors = frozenset(binary & (shapes().flat | shapes().compared))
         held = _held_parts(target, [name for block in real for name in block.parts], start())
         if held:
             options[JOINT]["holds"] = "+".join(held)
@@ -1048,6 +1085,6 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
             carried = part_index(target.space, tuple(continuous))
 
     def build(target: Target, num_warmup: int, **_):
-        return _build(target, num_warmup, layout, joint, whiten, carried, summed)
+        return _build(target, num_warmup, layout, joint, whiten, carried, summed, selectors)
 
     return Sampler(name, options, build)

@@ -180,7 +180,8 @@ def _recover_enumerated(model: Callable, args: tuple, kwargs: dict, sites: dict)
 def _plates_of(site: dict) -> tuple | None:
     """The plates along which a discrete site's entries lie, one per axis of its value (a
     vector of N > 1 entries in a plate of size N at dim -1; an (G, N) array in plates at dims
-    -2 and -1, ...), in the order of the axes; None where an axis lies in no plate.
+    -2 and -1; an (N, 1) array in a plate at dim -2, its last axis a broadcast one, ...), in the
+    order of the axes; None where an axis of more than one entry lies in no plate.
     """
     shape = np.shape(site["value"])
     if not shape or int(np.prod(shape)) < 2:
@@ -188,9 +189,9 @@ def _plates_of(site: dict) -> tuple | None:
     frames = []
     for dim, size in zip(range(-len(shape), 0), shape, strict=True):
         frame = next((f for f in site["cond_indep_stack"] if f.dim == dim and f.size == size), None)
-        if frame is None:
+        if frame is None and size > 1:
             return None
-        frames.append(frame)
+        frames += [] if frame is None else [frame]
     return tuple(frames)
 
 
