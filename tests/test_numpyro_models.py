@@ -730,6 +730,47 @@ def test_a_change_point_is_exact():
     assert_moments_match(np.asarray(posterior["early"])[..., None], [mean], var=[var], p=0.01)
 
 
+def two_change_points(counts):
+    """Three rates and two change points, ordered by a factor (each drawn over its widest range)."""
+    T = len(counts)
+    rates = numpyro.sample("rates", dist.Exponential(0.5).expand([3]).to_event(1))
+    s1 = numpyro.sample("s1", dist.DiscreteUniform(1, T - 2))
+    s2 = numpyro.sample("s2", dist.DiscreteUniform(2, T - 1))
+    numpyro.factor("order", jnp.where(s1 < s2, 0.0, -jnp.inf))
+    t = jnp.arange(T)
+    rate = jnp.where(t < s1, rates[0], jnp.where(t < s2, rates[1], rates[2]))
+    numpyro.sample("counts", dist.Poisson(rate), obs=counts)
+
+
+@pytest.mark.slow
+def test_two_change_points_ordered_by_a_factor_are_exact():
+    """Gamma(1, 0.5) rates are conjugate to each segment's counts, so p(s1, s2 | y) is exact over
+    the ordered pairs: each segment contributes Γ(1 + S) / (0.5 + n)^(1 + S) (S its total, n its length)."""
+    from scipy.special import gammaln
+
+    from gradmc.enumeration import ExactDistribution
+    from gradmc.testing import assert_tv_within_bound
+
+    counts = YEARLY_COUNTS[:60]
+    T, totals = counts.size, np.concatenate([[0], np.cumsum(counts)])
+
+    def segment(a, b):
+        total = totals[b] - totals[a]
+        return gammaln(1 + total) - (1 + total) * np.log(0.5 + b - a)
+
+    log_p = np.full((T, T), -np.inf)
+    for s1 in range(1, T - 1):
+        for s2 in range(s1 + 1, T):
+            log_p[s1, s2] = segment(0, s1) + segment(s1, s2) + segment(s2, T)
+    probs = np.exp(log_p - log_p.max())
+    probs /= probs.sum()
+    target = gradmc.from_numpyro(two_change_points, counts)
+    posterior = gradmc.sample(target, "auto", num_draws=2000, seed=2, progress=False).posterior()
+    for name, marginal in (("s1", probs.sum(1)), ("s2", probs.sum(0))):
+        exact = ExactDistribution(np.arange(float(T)), 1, marginal, 0.0)
+        assert_tv_within_bound(posterior[name][..., None].astype(float), exact, p=0.005)
+
+
 # -- a latent count of unbounded support ----------------------------------------------------------
 
 DETECTIONS = np.array([7.0, 4.0, 9.0, 6.0])  # y_i ~ Binomial(N, 0.3), N ~ Poisson(lam), lam ~ Gamma(3, 0.2)

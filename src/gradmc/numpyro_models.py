@@ -674,7 +674,9 @@ def _sampled_discrete_sites(sites: dict, others: list[dict]) -> dict[str, Space]
                 raise ValueError(
                     f"latent site {name!r} ({kind}) has a support that depends on other unknowns of the model "
                     f"({values.size} values in one run of the model from its prior, {_support(other[name]).size} "
-                    "in another): gradmc needs each discrete site's values fixed"
+                    "in another): gradmc needs each discrete site's values fixed; draw it over its widest range "
+                    "and write the constraint as a factor, e.g. numpyro.factor('order', jnp.where(s1 < s2, 0.0, "
+                    "-jnp.inf))"
                 )
         size = int(np.size(site["value"]))
         parts[name] = Binary(size) if np.array_equal(values, [0, 1]) else Ordinal(values, size)
