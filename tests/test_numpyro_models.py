@@ -518,6 +518,23 @@ def test_states_written_in_scan_are_one_site_read_as_a_chain():
     assert gradmc.composed.composed_sampler(target).name == "mu=nuts, s=ffbs"
 
 
+def test_labels_of_a_grid_coupled_by_a_potts_factor_are_not_read_as_a_chain():
+    """Flattened row by row, each pixel's label is coupled with its neighbours along the row
+    and with the pixels a row away: not a chain, though the pairs one to three apart say so."""
+
+    def segmentation(y):
+        mu = numpyro.sample("mu", dist.Normal(jnp.array([-1.0, 0.0, 1.0]), 2.0).to_event(1))
+        with numpyro.plate("pixel", 16):
+            z = numpyro.sample("z", dist.Categorical(jnp.ones(3) / 3))
+            numpyro.sample("y", dist.Normal(mu[z], 0.7), obs=y)
+        grid = z.reshape(4, 4)
+        numpyro.factor("potts", 0.8 * (jnp.sum(grid[1:] == grid[:-1]) + jnp.sum(grid[:, 1:] == grid[:, :-1])))
+
+    target = gradmc.from_numpyro(segmentation, np.linspace(-2.0, 2.0, 16))
+    assert gradmc.composed.chain_parts(target) == set()
+    assert gradmc.composed.composed_sampler(target).name == "mu=nuts, z=gibbs"
+
+
 def test_states_over_a_plate_coupled_by_a_markov_factor_are_read_as_a_chain():
     """Flipping every state keeps which neighbours agree, so a check of the plate's independence
     that moved all of them at once saw no coupling, and plate-gibbs drew each state as if alone."""

@@ -183,6 +183,34 @@ def test_the_chain_from_evaluations_of_any_chain_is_the_distribution_itself():
     assert outside[0] > 0.1 * outside[1]
 
 
+def test_a_coupling_far_along_the_chain_is_found_from_evaluations():
+    """Sites coupled a grid's row apart (a 2-D Potts field flattened) or at the chain's two ends
+    lie beyond the pairs one to three apart that the probe moves: its random halves find them,
+    and the chain's own halves agree with its single and neighbouring changes to rounding."""
+    length, width = 48, 6  # an 8 x 6 grid, row by row
+    values = Ordinal([0.0, 1.0, 2.0], length)
+    unary = jnp.asarray(np.random.default_rng(1).normal(size=(length, 3)), jnp.float32)
+
+    def along(z):  # agreement of neighbours along the rows only: a chain
+        return jnp.sum(unary[jnp.arange(length), z]) + 0.8 * jnp.sum(z[1:] == z[:-1])
+
+    def grid(x):
+        z = x.astype(jnp.int32)
+        return along(z) + 0.8 * jnp.sum(z[width:] == z[:-width])
+
+    def ends(x):
+        z = x.astype(jnp.int32)
+        return along(z) + 0.8 * (z[0] == z[-1])
+
+    coupling = jax.jit(ffbs.coupling_outside_chain_by_values, static_argnums=(0, 2))
+    position = jnp.asarray(np.random.default_rng(2).integers(0, 3, length), jnp.float32)
+    chain = coupling(lambda x: along(x.astype(jnp.int32)), position, values)
+    assert chain[0] < 1e-4 * chain[1] and chain[2] > 0
+    for beyond in (grid, ends):
+        outside, whole, _ = coupling(beyond, position, values)
+        assert outside > 0.01 * whole
+
+
 def test_exact_from_evaluations_on_a_chain_and_beyond():
     """On a chain every proposal but the defensive one-site changes is the exact conditional;
     beyond a chain the MH test corrects the model."""
