@@ -422,6 +422,7 @@ def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
     where = {group: part_index(space, group) for group in groups}
     probed = [group for group in groups if not isinstance(space.parts[group[0]], Ordinal)]
     grad_fn = jax.grad(target.logdensity_fn)
+    value_and_grad = jax.value_and_grad(target.logdensity_fn)
 
     @jax.jit
     def probe(start):
@@ -429,7 +430,7 @@ def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
         return jax.vmap(at_point)(jnp.stack([start, moved]))
 
     def at_point(x):
-        gradient, value = grad_fn(x), target.logdensity_fn(x)
+        gradient = grad_fn(x)
         products, misses = {}, {}
         for group in probed:
             joint = _joint_space(space, group)
@@ -442,13 +443,15 @@ def part_shapes(target: Target, start: jax.Array | None = None) -> PartShapes:
             every = jnp.ones(index.shape, bool)
             half = jax.random.bernoulli(jax.random.key(4), 0.5, index.shape)
             first = jnp.ravel(every).at[1:].set(False).reshape(index.shape)
-            moves = jnp.stack([moved(sites) for sites in (every, first, half)])
-            values = jax.vmap(target.logdensity_fn)(moves)
-            predicted = (moves - x)[:, where[group]] @ gradient[where[group]]
-            misses[group] = jnp.abs(values - value - predicted) / jnp.maximum(jnp.abs(values) + jnp.abs(value), 1.0)
+            points = jnp.stack([x] + [moved(sites) for sites in (every, first, half)])
             step = jax.random.normal(jax.random.key(2), where[group].shape, x.dtype)
             direction = jnp.zeros_like(x).at[where[group]].set(step)
-            products[group] = jnp.stack([jax.jvp(grad_fn, (y,), (direction,))[1][where[group]] for y in (x, moves[0])])
+            # one batch (one copy of the log density in the program): values and the products
+            (values, _), (_, hvps) = jax.vmap(lambda y, v=direction: jax.jvp(value_and_grad, (y,), (v,)))(points)
+            predicted = (points[1:] - x)[:, where[group]] @ gradient[where[group]]
+            scale = jnp.maximum(jnp.abs(values[1:]) + jnp.abs(values[0]), 1.0)
+            misses[group] = jnp.abs(values[1:] - values[0] - predicted) / scale
+            products[group] = hvps[:2, where[group]]  # at x and with every site moved
         return gradient, products, misses
 
     gradients, products, misses = jax.device_get(probe(start))
