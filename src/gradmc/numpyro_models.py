@@ -313,16 +313,16 @@ def _mixed_target(model: Callable, args: tuple, kwargs: dict, sites: dict, discr
         return split
 
     summed_out = bool(_enumerated(sites))
+    if summed_out:  # NumPyro's enumeration, with its dims to the left of every plate's
+        from numpyro.contrib.funsor import enum
+        from numpyro.infer.util import _guess_max_plate_nesting
+
+        first_enum_dim = -_guess_max_plate_nesting(sites) - 1
 
     def given(values: dict) -> Callable:
         """The model with its sampled discrete sites at ``values`` and its enumerated ones summed out."""
         conditioned = condition(model, data=values)
-        if not summed_out:
-            return conditioned
-        from numpyro.contrib.funsor import enum
-        from numpyro.infer.util import _guess_max_plate_nesting
-
-        return enum(conditioned, first_available_dim=-_guess_max_plate_nesting(sites) - 1)
+        return enum(conditioned, first_available_dim=first_enum_dim) if summed_out else conditioned
 
     def logdensity_with(split: Callable) -> Callable:
         @_without_validation

@@ -126,12 +126,12 @@ def chain_model(logdensity_fn: Callable, position) -> ChainModel:
     return ChainModel(gradient - hz + 0.5 * diagonal, jnp.swapaxes(upper, 1, 2))
 
 
-def _changes(logdensity_fn: Callable, position, *moved) -> jax.Array:
-    """The log density at each row of the ``moved`` batches less f at ``position``, all evaluated in one
-    batch: one copy of f in the compiled program.
+def _changes(logdensity_fn: Callable, position, *moved) -> tuple[jax.Array, jax.Array]:
+    """``(changes, f)``: the log density at each row of the ``moved`` batches less f at
+    ``position``, and f there, all evaluated in one batch: one copy of f in the compiled program.
     """
     evaluated = jax.vmap(logdensity_fn)(jnp.concatenate([position[None], *moved]))
-    return evaluated[1:] - evaluated[0]
+    return evaluated[1:] - evaluated[0], evaluated[0]
 
 
 def chain_model_by_values(logdensity_fn: Callable, position, space) -> ChainModel:
@@ -166,7 +166,7 @@ def chain_model_by_values(logdensity_fn: Callable, position, space) -> ChainMode
     pairs = jax.vmap(jax.vmap(jax.vmap(pair, (None, None, 0)), (None, 0, None)), (0, None, None))(
         later, offsets, offsets
     )  # (T − 1, K − 1, K − 1, T)
-    changes = _changes(logdensity_fn, position, singles.reshape(-1, t), pairs.reshape(-1, t))
+    changes, _ = _changes(logdensity_fn, position, singles.reshape(-1, t), pairs.reshape(-1, t))
     changes = jnp.where(jnp.isnan(changes), -jnp.inf, changes)
     ones = changes[: t * (k - 1)].reshape(t, k - 1)
     twos = changes[t * (k - 1) :].reshape(t - 1, k - 1, k - 1)
@@ -214,16 +214,13 @@ def coupling_outside_chain_by_values(logdensity_fn: Callable, position, space) -
         for gap, first in zip(gaps, firsts, strict=True)
     ]
     halves = jax.random.bernoulli(jax.random.key(CHAIN_HALVES_SEED), 0.5, (CHAIN_HALVES, t))
-    evaluated = jax.vmap(logdensity_fn)(  # one batch: one copy of f in the compiled program
-        jnp.concatenate([position[None], singles, *pairs, jnp.where(halves, moved, position)])
-    )
-    changes = evaluated[1:] - evaluated[0]
+    changes, base = _changes(logdensity_fn, position, singles, *pairs, jnp.where(halves, moved, position))
     ones, twos = changes[:t], jnp.split(changes[t:-CHAIN_HALVES], [t - 1, 2 * t - 3])  # pairs one, two, three apart
     inside, *outside = (
         both - ones[first] - ones[first + gap] for gap, first, both in zip(gaps, firsts, twos, strict=True)
     )
     chain_changes = halves @ ones + (halves[:, :-1] & halves[:, 1:]) @ inside
-    rounding = HALF_ROUNDING * (jnp.sum(halves, axis=1) + 1) * jnp.abs(evaluated[0])
+    rounding = HALF_ROUNDING * (jnp.sum(halves, axis=1) + 1) * jnp.abs(base)
     beyond = jnp.maximum(jnp.abs(changes[-CHAIN_HALVES:] - chain_changes) - rounding, 0.0)
     return jnp.linalg.norm(jnp.concatenate([*outside, beyond])), jnp.linalg.norm(ones), jnp.linalg.norm(inside)
 
