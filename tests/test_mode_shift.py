@@ -238,6 +238,29 @@ def test_auto_has_the_mode_shift_ready_only_for_a_small_continuous_block():
     assert "joint" not in composed_sampler(build(2), {"joint": "none"}).options
 
 
+def test_auto_tries_no_mode_shift_where_a_discrete_move_barely_moves_the_continuous_conditional():
+    """A switch that moves x's conditional mean by ``shift`` of its standard deviations (0.5):
+    far, the mode shift is tried; hardly at all, its proposal is the switch's own move, and
+    ``"auto"`` leaves it out. The switch is no label (its log density is quadratic in it)."""
+    from gradmc.composed import HOLD_SHIFT, composed_sampler
+    from gradmc.whitening import conditional_change
+
+    def build(shift):
+        return gradmc.from_function(
+            lambda p: -0.5 * jnp.sum(((p["x"] - 0.5 * shift * p["g"]) / 0.5) ** 2) - p["g"][0],
+            init={"x": jnp.zeros(1), "g": jnp.zeros(1)},
+            space={"g": Binary(1)},
+            name=f"shift {shift}",
+        )
+
+    near, far = build(HOLD_SHIFT / 2), build(4.0)
+    x = np.arange(near.space.slices["x"].start, near.space.slices["x"].stop)
+    assert conditional_change(near, x).shift == pytest.approx(HOLD_SHIFT / 2, rel=1e-3)
+    assert conditional_change(far, x).shift == pytest.approx(4.0, rel=1e-3)
+    assert "joint" not in composed_sampler(near, "auto").options
+    assert composed_sampler(far, "auto").options["joint"]["when"] == "judged"
+
+
 # -- a move that carries the coefficients and holds the noise scale ----------------------------
 
 # A variable selection whose first two columns are the same: with the coefficients kept, a

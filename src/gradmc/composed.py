@@ -114,6 +114,18 @@ JOINT_MOVES = "joint_moves"
 #: exchanges of the regimes flip every state; counted as one change each, it was left out and
 #: a chain stayed in the second mode).
 JOINT_SHARE = 0.1
+#: ``"auto"`` tries no mode shift where moving one discrete site moves the continuous block's
+#: conditional mode by at most :data:`HOLD_SHIFT` of its standard deviations and changes its
+#: spread by at most a factor :data:`HOLD_SPREAD` (:func:`gradmc.whitening.conditional_change`,
+#: at the start), and no discrete block holds labels the moves could swap: its proposal then
+#: carries the continuous block about where it was, and its move is the discrete block's own.
+#: The trial makes the composed program larger; on the change point of benchmarks/mixed.py
+#: (shift 0.13, spread 1.0; the trial not kept) a first run took 9.3-10.8 s with it and 6.9-7.8 s
+#: without. Measured at the start of the other models: MixedHMC's mixture 2.3 (its z moves a
+#: component 7.7 standard deviations), the spike and slab 9-13, the logistic selection at most 1.0
+#: beside a spread of 42, the three-component mixture 0.8-1.2 and the HMM 0.4-0.5 (both labels).
+HOLD_SHIFT = 0.5
+HOLD_SPREAD = 1.5
 #: ``"auto"`` has the mode shift ready, and whitens, only where the continuous block has at most
 #: this many entries: each of its Newton steps takes a Hessian-vector product per entry.
 AUTO_JOINT_MAX_CONTINUOUS = 64
@@ -135,7 +147,7 @@ COLLAPSE_CHOICES = (AUTO, "off")
 COLLAPSE_MAX_VALUES = 8
 #: ``"auto"`` whitens the continuous block where moving one discrete site changes a
 #: coordinate's conditional standard deviation by more than this factor
-#: (:func:`gradmc.whitening.spread_change`). Measured at the start of each model of
+#: (:func:`gradmc.whitening.conditional_change`). Measured at the start of each model of
 #: benchmarks/mixed.py: the logistic selection 42 (30 as a NumPyro model; whitened, its min ESS
 #: per second of sampling was 3.7x), the spike and slab 1.4, the change point, the mixtures and
 #: the HMM 1.0-1.1 (whitened, all but the HMM, which was not tried, ran at 0.55-0.75x).
@@ -754,11 +766,7 @@ def _build(
     carried = continuous if carried is None else carried
     discrete = [(block.index, block.space) for block in layout if block.space.is_discrete]
     named_labels = target.metadata.get(mode_shift.LABELS, frozenset()) | selectors
-    labels = [
-        isinstance(block.space, Categorical) or set(block.parts) <= named_labels
-        for block in layout
-        if block.space.is_discrete
-    ]
+    labels = [_holds_labels(block, named_labels) for block in layout if block.space.is_discrete]
     max_moves = mode_shift.most_moves(discrete)
     discrete_index = np.concatenate([index for index, _ in discrete] or [[]]).astype(int)
     # the joint move's frame of the continuous block holds until a discrete block has moved
@@ -946,6 +954,30 @@ def _build(
     )
 
 
+def _selectors(target: Target, shapes: Callable[[], PartShapes]) -> frozenset[str]:
+    """The 0/1 parts the model only selects with (``jnp.where(z == 1, a, b)``, ``a[z]``): they
+    name two alternatives, which the joint moves may swap as they swap a Categorical's labels.
+    """
+    binary = {name for name, part in target.space.parts.items() if isinstance(part, Binary | Spin)}
+    if not binary:
+        return frozenset()
+    with jax.default_matmul_precision("highest"):
+        return frozenset(binary & (shapes().flat | shapes().compared))
+
+
+def _holds_labels(block: Block, named: frozenset[str]) -> bool:
+    """Whether the joint moves may swap the values of the discrete ``block``: a Categorical's, or
+    those of parts ``named`` as labels (the target's metadata, :func:`_selectors`).
+    """
+    return isinstance(block.space, Categorical) or set(block.parts) <= named
+
+
+def _has_labels(target: Target, layout: list[Block], shapes: Callable[[], PartShapes]) -> bool:
+    """Whether a discrete block of ``layout`` holds labels (:func:`_holds_labels`)."""
+    named = target.metadata.get(mode_shift.LABELS, frozenset()) | _selectors(target, shapes)
+    return any(_holds_labels(block, named) for block in layout if block.space.is_discrete)
+
+
 def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     """The :class:`~gradmc.base.Sampler` moving the blocks of ``target``'s Product space in
     turn (:func:`blocks`, with ``"auto"`` reading :func:`part_shapes` when it has a discrete
@@ -1048,12 +1080,16 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     if summed:
         rest = [block for block in layout if block is not real[0] and block is not summable[0]]
         layout = rest + [real[0], summable[0]]
-    if whiten == AUTO:
-        whitenable = small and len(real) == 1 and not summed
+    change = None
+    if small and len(real) == 1 and not summed and (whiten == AUTO or joint == JUDGED):
         with jax.default_matmul_precision("highest"):
-            spread = whitening.spread_change(target, real[0].index, start()) if whitenable else 1.0
-        whiten = "on" if spread > WHITEN_SPREAD else "off"
+            change = whitening.conditional_change(target, real[0].index, start())
+    if whiten == AUTO:
+        whiten = "on" if change is not None and change.spread > WHITEN_SPREAD else "off"
     whiten = whiten == "on"
+    if joint == JUDGED and change is not None and change.spread <= HOLD_SPREAD and change.shift <= HOLD_SHIFT:
+        if not _has_labels(target, layout, shapes):
+            joint = NO_JOINT
     sums_out = f" (summing out {'+'.join(summed)})" if summed else ""
     name = ", ".join(
         f"{block.label}={block.sampler.name}"
@@ -1075,12 +1111,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     joint = None if joint == NO_JOINT else joint
     carried, selectors = None, frozenset()
     if joint is not None:
-        # 0/1 parts the model only selects with (jnp.where(z == 1, a, b), a[z]) name two
-        # alternatives, which the joint moves may swap as they swap a Categorical's labels
-        binary = {name for name, part in target.space.parts.items() if isinstance(part, Binary | Spin)}
-        if binary:
-            with jax.default_matmul_precision("highest"):
-                selectors = frozenset(binary & (shapes().flat | shapes().compared))
+        selectors = _selectors(target, shapes)
         held = _held_parts(target, [name for block in real for name in block.parts], start())
         if held:
             options[JOINT]["holds"] = "+".join(held)

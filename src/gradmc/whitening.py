@@ -35,7 +35,15 @@ from gradmc import mode_shift
 from gradmc.base import BoundSampler, Target
 from gradmc.discrete.fallback import shifted_site
 
-__all__ = ["WhitenedState", "conditional_frame", "usable", "whitened", "spread_change", "grad_evals"]
+__all__ = [
+    "WhitenedState",
+    "conditional_frame",
+    "usable",
+    "whitened",
+    "ConditionalChange",
+    "conditional_change",
+    "grad_evals",
+]
 
 
 class WhitenedState(NamedTuple):
@@ -132,12 +140,29 @@ def whitened(bind: Callable[[Target], BoundSampler], view: Target, frame: Callab
     )
 
 
-def spread_change(target: Target, index: np.ndarray, start: jax.Array | None = None) -> float:
-    """The largest factor by which the conditional standard deviation of a coordinate of the
-    block at ``index`` changes when one discrete site moves: at the target's start, and with
-    the first site of each discrete part of its :class:`~gradmc.spaces.Product` space (of each
-    group of one-site parts on equal spaces, :meth:`~gradmc.spaces.Product.discrete_groups`)
-    moved to its next value (one compiled program).
+class ConditionalChange(NamedTuple):
+    """How much the continuous block's conditional changes when one discrete site moves
+    (:func:`conditional_change`).
+
+    Parameters
+    ----------
+    spread : float
+        The largest factor by which a coordinate's conditional standard deviation changes.
+    shift : float
+        The largest distance the conditional's mode moves, in the conditional's own
+        standard deviations: ``‖R(d)^T (c(d') − c(d))‖`` (infinite where a conditional is not
+        concave at the Newton steps' last point).
+    """
+
+    spread: float
+    shift: float
+
+
+def conditional_change(target: Target, index: np.ndarray, start: jax.Array | None = None) -> ConditionalChange:
+    """How the conditional of the block at ``index`` changes when one discrete site moves: at
+    the target's start, and with the first site of each discrete part of its
+    :class:`~gradmc.spaces.Product` space (of each group of one-site parts on equal spaces,
+    :meth:`~gradmc.spaces.Product.discrete_groups`) moved to its next value (one compiled program).
 
     Parameters
     ----------
@@ -150,24 +175,29 @@ def spread_change(target: Target, index: np.ndarray, start: jax.Array | None = N
     """
     space = target.space
 
-    def spreads(position):
-        _, factor = mode_shift.conditional_mode(target.logdensity_fn, position, index)
-        inverse = jax.scipy.linalg.solve_triangular(factor, jnp.eye(index.size, dtype=factor.dtype), lower=True)
-        return jnp.sqrt(jnp.sum(inverse**2, axis=0))  # the conditional's standard deviations, from (R R^T)^-1
-
     @jax.jit
-    def factors(start):
+    def changes(start):
         moved = []
         for name, *_ in space.discrete_groups():
             part, where = space.parts[name], space.slices[name]
             values = jnp.reshape(start[where], part.event_shape)
             moved.append(start.at[where].set(jnp.ravel(shifted_site(values, 0, 1, part))))
-        spread = jax.vmap(spreads)(jnp.stack([start, *moved]))  # one copy of the Newton steps to compile
-        return jnp.max(jnp.abs(jnp.log(spread[1:] / spread[0])), axis=1)
+        # one copy of the Newton steps to compile
+        modes, factors = jax.vmap(lambda x: mode_shift.conditional_mode(target.logdensity_fn, x, index))(
+            jnp.stack([start, *moved])
+        )
+        identity = jnp.eye(index.size, dtype=factors.dtype)
+        inverse = jax.vmap(lambda factor: jax.scipy.linalg.solve_triangular(factor, identity, lower=True))(factors)
+        spread = jnp.sqrt(jnp.sum(inverse**2, axis=1))  # the conditional's standard deviations, from (R R^T)^-1
+        shift = jnp.linalg.norm((modes[1:] - modes[0]) @ factors[0], axis=1)
+        return jnp.max(jnp.abs(jnp.log(spread[1:] / spread[0])), axis=1), shift
 
-    change = np.asarray(factors(target.draw_initial(jax.random.key(0)) if start is None else start))
-    change = change[np.isfinite(change)]
-    return float(np.exp(change.max())) if change.size else 1.0
+    spread, shift = (np.asarray(a) for a in changes(target.draw_initial(jax.random.key(0)) if start is None else start))
+    spread = spread[np.isfinite(spread)]
+    return ConditionalChange(
+        float(np.exp(spread.max())) if spread.size else 1.0,
+        float(np.max(np.where(np.isfinite(shift), shift, np.inf), initial=0.0)),
+    )
 
 
 def grad_evals(num_continuous: int) -> int:
