@@ -413,3 +413,35 @@ def test_restart_discards_only_what_runs_stored(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     discard_checkpoint(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_a_mixed_model_s_judged_warm_up_resumes_identically(tmp_path, monkeypatch):
+    """A composed sampler's state (each block's, and the mode shift's trial: its counts, each
+    chain's place before the trial and its log-density levels) survives a checkpoint taken
+    inside the trial (warm-up steps 50 .. 74)."""
+    import jax.numpy as jnp
+
+    from gradmc.spaces import Binary
+
+    rng = np.random.default_rng(0)
+    X = jnp.asarray(rng.normal(size=(40, 4)), jnp.float32)
+    y = X @ jnp.array([1.5, 0.0, -1.0, 0.0]) + 0.5 * jnp.asarray(rng.normal(size=40), jnp.float32)
+
+    def log_p(p):
+        beta, gamma = p["beta"], p["gamma"]
+        spread = jnp.where(gamma == 1, 2.0, 0.1)  # compared with: a Gibbs block, beside the mode shift's trial
+        return jnp.sum(-0.5 * (beta / spread) ** 2 - jnp.log(spread)) - 2 * jnp.sum((y - X @ beta) ** 2)
+
+    run = dict(RUN, num_chains=2, num_warmup=100, num_draws=100)
+    kwargs = dict(init={"beta": jnp.zeros(4), "gamma": jnp.zeros(4)}, space={"gamma": Binary(4)}, **run)
+    reference = gradmc.sample(log_p, "auto", **kwargs)
+    assert reference.options["joint"]["when"] == "judged"
+    ckpt = tmp_path / "ckpt"
+    _interrupt_at_save(monkeypatch, 4)  # the warm-up chunk of steps 60 .. 79
+    with pytest.raises(KeyboardInterrupt):
+        gradmc.sample(log_p, "auto", checkpoint=ckpt, **kwargs)
+    monkeypatch.undo()
+    resumed = gradmc.sample(log_p, "auto", checkpoint=ckpt, **kwargs)
+    np.testing.assert_array_equal(resumed.draws, reference.draws)
+    np.testing.assert_array_equal(resumed.params["joint"], reference.params["joint"])
