@@ -239,26 +239,29 @@ def test_auto_has_the_mode_shift_ready_only_for_a_small_continuous_block():
 
 
 def test_auto_tries_no_mode_shift_where_a_discrete_move_barely_moves_the_continuous_conditional():
-    """A switch that moves x's conditional mean by ``shift`` of its standard deviations (0.5):
-    far, the mode shift is tried; hardly at all, its proposal is the switch's own move, and
-    ``"auto"`` leaves it out. The switch is no label (its log density is quadratic in it)."""
+    """Switches that move x's conditional mean by ``shifts`` of its standard deviations (0.5):
+    one far, the mode shift is tried; none more than a little, its proposal is a switch's own
+    move, and ``"auto"`` leaves it out. The switches are no labels (the log density is quadratic
+    in them)."""
     from gradmc.composed import HOLD_SHIFT, composed_sampler
     from gradmc.whitening import conditional_change
 
-    def build(shift):
+    def build(*shifts):  # switch i moves x by shifts[i]
         return gradmc.from_function(
-            lambda p: -0.5 * jnp.sum(((p["x"] - 0.5 * shift * p["g"]) / 0.5) ** 2) - p["g"][0],
-            init={"x": jnp.zeros(1), "g": jnp.zeros(1)},
-            space={"g": Binary(1)},
-            name=f"shift {shift}",
+            lambda p: -0.5 * jnp.sum(((p["x"] - 0.5 * jnp.asarray(shifts) @ p["g"]) / 0.5) ** 2) - jnp.sum(p["g"]),
+            init={"x": jnp.zeros(1), "g": jnp.zeros(len(shifts))},
+            space={"g": Binary(len(shifts))},
+            name=f"shifts {shifts}",
         )
 
-    near, far = build(HOLD_SHIFT / 2), build(4.0)
+    near, far, last_far = build(HOLD_SHIFT / 2), build(4.0), build(0.0, 0.1, 0.0, 4.0)
     x = np.arange(near.space.slices["x"].start, near.space.slices["x"].stop)
     assert conditional_change(near, x).shift == pytest.approx(HOLD_SHIFT / 2, rel=1e-3)
     assert conditional_change(far, x).shift == pytest.approx(4.0, rel=1e-3)
+    assert conditional_change(last_far, x).shift == pytest.approx(4.0, rel=1e-3)  # every switch is probed
     assert "joint" not in composed_sampler(near, "auto").options
     assert composed_sampler(far, "auto").options["joint"]["when"] == "judged"
+    assert composed_sampler(last_far, "auto").options["joint"]["when"] == "judged"
 
 
 # -- a move that carries the coefficients and holds the noise scale ----------------------------

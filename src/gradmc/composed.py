@@ -114,7 +114,7 @@ JOINT_MOVES = "joint_moves"
 #: exchanges of the regimes flip every state; counted as one change each, it was left out and
 #: a chain stayed in the second mode).
 JOINT_SHARE = 0.1
-#: ``"auto"`` tries no mode shift where moving one discrete site moves the continuous block's
+#: ``"auto"`` tries no mode shift where moving any one discrete site it probes moves the continuous block's
 #: conditional mode by at most :data:`HOLD_SHIFT` of its standard deviations and changes its
 #: spread by at most a factor :data:`HOLD_SPREAD` (:func:`gradmc.whitening.conditional_change`,
 #: at the start), and no discrete block holds labels the moves could swap: its proposal then

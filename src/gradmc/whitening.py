@@ -34,6 +34,7 @@ import numpy as np
 from gradmc import mode_shift
 from gradmc.base import BoundSampler, Target
 from gradmc.discrete.fallback import shifted_site
+from gradmc.spaces import Product
 
 __all__ = [
     "WhitenedState",
@@ -158,11 +159,32 @@ class ConditionalChange(NamedTuple):
     shift: float
 
 
+#: :func:`conditional_change` moves this many sites of each discrete part at most (evenly spaced
+#: over its sites), one at a time: a switch whose coefficient the data do not pin says nothing of
+#: another's that they do.
+PROBED_SITES = 32
+
+
+def _one_site_moves(space: Product, start: jax.Array) -> list[jax.Array]:
+    """``start`` with one discrete site moved to its next value: up to :data:`PROBED_SITES` sites
+    of each discrete part (of each group of one-site parts on equal spaces,
+    :meth:`~gradmc.spaces.Product.discrete_groups`), each in turn.
+    """
+    moved = []
+    for group in space.discrete_groups():
+        sites = [(name, site) for name in group for site in range(space.parts[name].d)]
+        for i in np.unique(np.linspace(0, len(sites) - 1, min(len(sites), PROBED_SITES)).round().astype(int)):
+            name, site = sites[i]
+            part, where = space.parts[name], space.slices[name]
+            values = jnp.reshape(start[where], part.event_shape)
+            moved.append(start.at[where].set(jnp.ravel(shifted_site(values, site, 1, part))))
+    return moved
+
+
 def conditional_change(target: Target, index: np.ndarray, start: jax.Array | None = None) -> ConditionalChange:
     """How the conditional of the block at ``index`` changes when one discrete site moves: at
-    the target's start, and with the first site of each discrete part of its
-    :class:`~gradmc.spaces.Product` space (of each group of one-site parts on equal spaces,
-    :meth:`~gradmc.spaces.Product.discrete_groups`) moved to its next value (one compiled program).
+    the target's start, and with each of up to :data:`PROBED_SITES` sites of each discrete part
+    of its :class:`~gradmc.spaces.Product` space moved to its next value (one compiled program).
 
     Parameters
     ----------
@@ -177,14 +199,9 @@ def conditional_change(target: Target, index: np.ndarray, start: jax.Array | Non
 
     @jax.jit
     def changes(start):
-        moved = []
-        for name, *_ in space.discrete_groups():
-            part, where = space.parts[name], space.slices[name]
-            values = jnp.reshape(start[where], part.event_shape)
-            moved.append(start.at[where].set(jnp.ravel(shifted_site(values, 0, 1, part))))
         # one copy of the Newton steps to compile
         modes, factors = jax.vmap(lambda x: mode_shift.conditional_mode(target.logdensity_fn, x, index))(
-            jnp.stack([start, *moved])
+            jnp.stack([start, *_one_site_moves(space, start)])
         )
         identity = jnp.eye(index.size, dtype=factors.dtype)
         inverse = jax.vmap(lambda factor: jax.scipy.linalg.solve_triangular(factor, identity, lower=True))(factors)
