@@ -120,10 +120,12 @@ JOINT_SHARE = 0.1
 #: at the start), and no discrete block holds labels the moves could swap: its proposal then
 #: carries the continuous block about where it was, and its move is the discrete block's own.
 #: The trial makes the composed program larger; on the change point of benchmarks/mixed.py
-#: (shift 0.13, spread 1.0; the trial not kept) a first run took 9.3-10.8 s with it and 6.9-7.8 s
-#: without. Measured at the start of the other models: MixedHMC's mixture 2.3 (its z moves a
-#: component 7.7 standard deviations), the spike and slab 9-13, the logistic selection at most 1.0
-#: beside a spread of 42, the three-component mixture 0.8-1.2 and the HMM 0.4-0.5 (both labels).
+#: (shift 0.13, spread 1.0; the trial not kept) a first run took 9.3-11.9 s with it and 6.7-8.2 s
+#: without. Measured at the start of the other models (each as written for gradmc and for
+#: NumPyro): MixedHMC's mixture 7.7 (its z moves x from one component to another), the spike and
+#: slab 11-13, the logistic selection 0.15-4.4 beside a spread of 31-47, the three-component
+#: mixture 1.5-2.1 and the HMM 0.8-1.0 (both labels), the sparse regression not concave at the
+#: start (its noise scale).
 HOLD_SHIFT = 0.5
 HOLD_SPREAD = 1.5
 #: ``"auto"`` has the mode shift ready, and whitens, only where the continuous block has at most
@@ -148,8 +150,8 @@ COLLAPSE_MAX_VALUES = 8
 #: ``"auto"`` whitens the continuous block where moving one discrete site changes a
 #: coordinate's conditional standard deviation by more than this factor
 #: (:func:`gradmc.whitening.conditional_change`). Measured at the start of each model of
-#: benchmarks/mixed.py: the logistic selection 42 (30 as a NumPyro model; whitened, its min ESS
-#: per second of sampling was 3.7x), the spike and slab 1.4, the change point, the mixtures and
+#: benchmarks/mixed.py: the logistic selection 47 (31 as a NumPyro model; whitened, its min ESS
+#: per second of sampling was 3.7x), the spike and slab 1.6, the change point, the mixtures and
 #: the HMM 1.0-1.1 (whitened, all but the HMM, which was not tried, ran at 0.55-0.75x).
 WHITEN_SPREAD = 4.0
 
