@@ -114,16 +114,17 @@ JOINT_MOVES = "joint_moves"
 #: exchanges of the regimes flip every state; counted as one change each, it was left out and
 #: a chain stayed in the second mode).
 JOINT_SHARE = 0.1
-#: ``"auto"`` tries no mode shift where moving any one discrete site it probes moves the continuous block's
-#: conditional mode by at most :data:`HOLD_SHIFT` of its standard deviations and changes its
-#: spread by at most a factor :data:`HOLD_SPREAD` (:func:`gradmc.whitening.conditional_change`,
-#: at the start), and no discrete block holds labels the moves could swap: its proposal then
+#: ``"auto"`` tries no mode shift where moving any one discrete site it probes moves the
+#: continuous block's conditional mode by at most :data:`HOLD_SHIFT` of its standard deviations,
+#: moving the first site of each part changes its spread by at most a factor :data:`HOLD_SPREAD`
+#: (:func:`gradmc.whitening.conditional_change`, at the start), and no discrete block holds
+#: labels the moves could swap: its proposal then
 #: carries the continuous block about where it was, and its move is the discrete block's own.
 #: The trial makes the composed program larger; on the change point of benchmarks/mixed.py
 #: (shift 0.13, spread 1.0; the trial not kept) a first run took 9.3-11.9 s with it and 6.7-8.2 s
 #: without. Measured at the start of the other models (each as written for gradmc and for
 #: NumPyro): MixedHMC's mixture 7.7 (its z moves x from one component to another), the spike and
-#: slab 11-13, the logistic selection 0.15-4.4 beside a spread of 31-47, the three-component
+#: slab 11-13, the logistic selection 0.15-4.4 beside a spread of 30-43, the three-component
 #: mixture 1.5-2.1 and the HMM 0.8-1.0 (both labels), the sparse regression not concave at the
 #: start (its noise scale).
 HOLD_SHIFT = 0.5
@@ -147,11 +148,11 @@ COLLAPSE_CHOICES = (AUTO, "off")
 #: from 54 to 738 but took 14.7 s of sampling where 0.55 s did before, and 42 s end to end;
 #: NumPyro's enumeration (``infer={"enumerate": "parallel"}``) sums them in 1.7 s.
 COLLAPSE_MAX_VALUES = 8
-#: ``"auto"`` whitens the continuous block where moving one discrete site changes a
+#: ``"auto"`` whitens the continuous block where moving the first site of a discrete part changes a
 #: coordinate's conditional standard deviation by more than this factor
 #: (:func:`gradmc.whitening.conditional_change`). Measured at the start of each model of
-#: benchmarks/mixed.py: the logistic selection 47 (31 as a NumPyro model; whitened, its min ESS
-#: per second of sampling was 3.7x), the spike and slab 1.6, the change point, the mixtures and
+#: benchmarks/mixed.py: the logistic selection 42 (30 as a NumPyro model; whitened, its min ESS
+#: per second of sampling was 3.7x), the spike and slab 1.4, the change point, the mixtures and
 #: the HMM 1.0-1.1 (whitened, all but the HMM, which was not tried, ran at 0.55-0.75x).
 WHITEN_SPREAD = 4.0
 
