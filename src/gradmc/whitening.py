@@ -165,22 +165,17 @@ class ConditionalChange(NamedTuple):
 PROBED_SITES = 32
 
 
-def _one_site_moves(space: Product, start: jax.Array) -> tuple[list[jax.Array], list[bool]]:
-    """``start`` with one discrete site moved to its next value: up to :data:`PROBED_SITES` sites
-    of each discrete part (of each group of one-site parts on equal spaces,
-    :meth:`~gradmc.spaces.Product.discrete_groups`), each in turn; and whether each is the
-    first site of its part.
+def _probed_sites(space: Product) -> list[tuple[str, int]]:
+    """The discrete sites :func:`conditional_change` moves, as ``(part, site)``: up to
+    :data:`PROBED_SITES` of each discrete part (of each group of one-site parts on equal spaces,
+    :meth:`~gradmc.spaces.Product.discrete_groups`), evenly spaced, the part's first site first.
     """
-    moved, first = [], []
+    probed = []
     for group in space.discrete_groups():
         sites = [(name, site) for name in group for site in range(space.parts[name].d)]
-        for i in np.unique(np.linspace(0, len(sites) - 1, min(len(sites), PROBED_SITES)).round().astype(int)):
-            name, site = sites[i]
-            part, where = space.parts[name], space.slices[name]
-            values = jnp.reshape(start[where], part.event_shape)
-            moved.append(start.at[where].set(jnp.ravel(shifted_site(values, site, 1, part))))
-            first.append(i == 0)
-    return moved, first
+        spaced = np.linspace(0, len(sites) - 1, min(len(sites), PROBED_SITES)).round().astype(int)
+        probed += [sites[i] for i in np.unique(spaced)]
+    return probed
 
 
 def conditional_change(target: Target, index: np.ndarray, start: jax.Array | None = None) -> ConditionalChange:
@@ -200,23 +195,36 @@ def conditional_change(target: Target, index: np.ndarray, start: jax.Array | Non
         The start (default: ``target.draw_initial`` with key 0).
     """
     space = target.space
-    start = target.draw_initial(jax.random.key(0)) if start is None else start
-    first = np.flatnonzero(_one_site_moves(space, start)[1])
+    probed = _probed_sites(space)
+    firsts = {(group[0], 0) for group in space.discrete_groups()}  # where the spread is read
+    first = [0] + [i + 1 for i, site in enumerate(probed) if site in firsts]
+    sites_of: dict[str, list[int]] = {}
+    for name, site in probed:  # in the order of probed
+        sites_of.setdefault(name, []).append(site)
+
+    def moved(start, name, site):
+        part, where = space.parts[name], space.slices[name]
+        values = jnp.reshape(start[where], part.event_shape)
+        return start.at[where].set(jnp.ravel(shifted_site(values, site, 1, part)))
 
     @jax.jit
     def changes(start):
+        points = [start[None]] + [
+            jax.vmap(functools.partial(moved, start, name))(jnp.asarray(sites)) for name, sites in sites_of.items()
+        ]
         # one copy of the Newton steps to compile
         modes, factors = jax.vmap(lambda x: mode_shift.conditional_mode(target.logdensity_fn, x, index))(
-            jnp.stack([start, *_one_site_moves(space, start)[0]])
+            jnp.concatenate(points)
         )
         identity = jnp.eye(index.size, dtype=factors.dtype)
         inverse = jax.vmap(lambda factor: jax.scipy.linalg.solve_triangular(factor, identity, lower=True))(
-            factors[np.concatenate([[0], first + 1])]
+            factors[np.array(first)]
         )
         spread = jnp.sqrt(jnp.sum(inverse**2, axis=1))  # the conditional's standard deviations, from (R R^T)^-1
         shift = jnp.linalg.norm((modes[1:] - modes[0]) @ factors[0], axis=1)
         return jnp.max(jnp.abs(jnp.log(spread[1:] / spread[0])), axis=1), shift
 
+    start = target.draw_initial(jax.random.key(0)) if start is None else start
     spread, shift = (np.asarray(a) for a in changes(start))
     spread = spread[np.isfinite(spread)]
     return ConditionalChange(
