@@ -64,10 +64,15 @@ Models:
 gradmc's end to end on the NumPyro model includes ``gradmc.from_numpyro``, which reads the model
 (NumPyro's includes its own reading of it).
 gradmc runs without the persistent compilation cache, so that "end to end" includes its
-compilation as in a first run. Reported per model and method: the smallest bulk ESS over the continuous coordinates and
-the discrete sites (each site's value, as ArviZ reads it), the seconds end to end (with
-compilation) and of sampling alone (a second run of the compiled chains for NumPyro; the
-warm-up and draw phases for gradmc), min ESS per second for both, min ESS per 1,000
+compilation as in a first run. Each gradmc run is then repeated as a user's second run of the
+same script would be: in a new process, after another new process has run it into an empty
+compilation cache, so that the repeat loads the compiled programs (and must draw the same
+numbers); NumPyro, which keeps no such cache by default, is given its second run in the same
+process, which needs no tracing either. Reported per model and method: the smallest bulk ESS
+over the continuous coordinates and the discrete sites (each site's value, as ArviZ reads
+it), the seconds end to end (with compilation), of sampling alone (a second run of the
+compiled chains for NumPyro; the warm-up and draw phases for gradmc) and of the repeated run,
+min ESS per second for the three, min ESS per 1,000
 gradient evaluations where the method counts them, and the largest absolute error of the
 posterior means of the discrete sites (inclusion probabilities; counts; each category's share of
 each assignment) against a long reference run (gradmc ``"auto"`` with ``--reference-draws``
@@ -80,13 +85,19 @@ Usage: ``python benchmarks/mixed.py [--models gmm24,ssvs,coal,mixture,hmm,logist
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
+import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
 
 # every run compiles as a first run would: the persistent compilation cache (which gradmc.sample
-# turns on) would otherwise let gradmc load programs compiled by an earlier run of this script
+# turns on) would otherwise let gradmc load programs compiled by an earlier run of this script;
+# the repeated runs use a cache of their own (repeat_run)
 os.environ.setdefault("GRADMC_NO_COMPILE_CACHE", "1")
 
 import arviz as az
@@ -95,6 +106,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import gradmc
+from gradmc.compile_cache import enable_compilation_cache
 from gradmc.spaces import Binary, Categorical, Ordinal
 
 # -- the models ---------------------------------------------------------------------------
@@ -539,6 +551,7 @@ def run_numpyro(model, init: dict, kernel_name: str, args) -> dict:
         "posterior": posterior,
         "end_to_end_s": total,
         "sampling_s": again,
+        "repeat_s": again,  # a second run in this process: what a new one loading its programs could reach at best
         "grad_evals": float("nan"),
         "warnings": 0,
     }
@@ -573,13 +586,71 @@ def report(run: dict, continuous, discrete, ref_means, categories=None) -> None:
         ess,
         run["end_to_end_s"],
         run["sampling_s"],
+        run["repeat_s"],
         ess / run["end_to_end_s"],
         ess / run["sampling_s"],
+        ess / run["repeat_s"],
         1000 * ess / run["grad_evals"],
         err,
         run["warnings"],
     )
     print(f"{run['method']:48s} " + " ".join(f"{c:12.4g}" for c in cells), flush=True)
+
+
+def run_form(model_name: str, form: str, text: str, args) -> dict:
+    """gradmc's run of a model in one form: ``"own"``, its log density with the choice ``text``;
+    ``"numpyro"``, ``"auto"`` on ``gradmc.from_numpyro`` of its NumPyro model, whose reading of
+    the model counts in its end to end, from the NumPyro runs' start.
+    """
+    target, model, init, _, _ = MODELS[model_name]()
+    if form == "own":
+        choice = "auto" if text == "auto" else dict(pair.split("=") for pair in text.split(";"))
+        return run_gradmc(target, choice, args)
+    t0 = time.perf_counter()
+    numpyro_target = gradmc.from_numpyro(model)
+    reading = time.perf_counter() - t0  # part of a first run, as NumPyro's own reading of the model is
+    # the NumPyro runs' start, its continuous sites unconstrained as gradmc.from_numpyro samples them
+    start = unconstrained(model, init)
+    start = np.concatenate([np.ravel(start[name]) for name in numpyro_target.space.parts]).astype(np.float32)
+    run = run_gradmc(numpyro_target, "auto", args, init=start)
+    run["method"] = run["method"].replace("gradmc", "gradmc from_numpyro:")
+    run["end_to_end_s"] += reading
+    return run
+
+
+def draws_digest(posterior: dict) -> str:
+    """A digest of a run's draws: the same for runs that drew the same numbers."""
+    digest = hashlib.sha1()
+    for name in sorted(posterior):
+        digest.update(np.ascontiguousarray(posterior[name]).tobytes())
+    return digest.hexdigest()
+
+
+#: The environment variable that hands a repeated run's process its compilation cache folder.
+REPEAT_CACHE = "GRADMC_MIXED_REPEAT_CACHE"
+
+
+def repeat_run(model_name: str, form: str, text: str, args) -> dict:
+    """The run of :func:`run_form` as a user's second run of the same script: a new process runs
+    it into an empty compilation cache, then another loads the compiled programs from there.
+    The second's seconds end to end and its draws' digest.
+    """
+    options = ["--chains", args.chains, "--warmup", args.warmup, "--draws", args.draws, "--seed", args.seed]
+    command = [sys.executable, __file__, "--models", model_name, "--gradmc", text, "--repeat-of", form]
+    command += [str(option) for option in options]
+    with tempfile.TemporaryDirectory(prefix="gradmc-mixed-cache-") as cache:
+        env = {**os.environ, "GRADMC_NO_COMPILE_CACHE": "0", REPEAT_CACHE: cache}
+        for _ in range(2):
+            out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def with_repeat(run: dict, model_name: str, form: str, text: str, args) -> dict:
+    """``run`` with the seconds end to end of its :func:`repeat_run`, which must draw the same numbers."""
+    again = repeat_run(model_name, form, text, args)
+    if again["digest"] != draws_digest(run["posterior"]):
+        raise RuntimeError(f"{model_name} ({form}, {text}): the run in a new process drew other numbers")
+    return {**run, "repeat_s": again["end_to_end_s"]}
 
 
 def main() -> None:
@@ -593,7 +664,13 @@ def main() -> None:
     parser.add_argument(
         "--gradmc", default="auto", help="gradmc choices: auto, or PART=NAME;PART=NAME, comma-separated"
     )
+    parser.add_argument("--repeat-of", choices=("own", "numpyro"), help=argparse.SUPPRESS)  # repeat_run's process
     args = parser.parse_args()
+    if args.repeat_of:
+        enable_compilation_cache(os.environ[REPEAT_CACHE])
+        run = run_form(args.models, args.repeat_of, args.gradmc, args)
+        print(json.dumps({"end_to_end_s": run["end_to_end_s"], "digest": draws_digest(run["posterior"])}))
+        return
     for model_name in args.models.split(","):
         target, model, init, continuous, discrete = MODELS[model_name]()
         ref_means, categories = EXACT.get(model_name, (None, None))
@@ -613,27 +690,19 @@ def main() -> None:
             "min ESS",
             "end-to-end s",
             "sampling s",
+            "repeat s",
             "ESS/s e2e",
             "ESS/s samp",
+            "ESS/s repeat",
             "ESS/1k grad",
             "max |err|",
             "warn",
         )
         print(f"{'method':48s} " + " ".join(f"{c:>12s}" for c in columns), flush=True)
-
-        for text in args.gradmc.split(","):
-            choice = "auto" if text == "auto" else dict(pair.split("=") for pair in text.split(";"))
-            report(run_gradmc(target, choice, args), continuous, discrete, ref_means, categories)
-        t0 = time.perf_counter()
-        numpyro_target = gradmc.from_numpyro(model)
-        reading = time.perf_counter() - t0  # part of a first run, as NumPyro's own reading of the model is
-        # the NumPyro runs' start, its continuous sites unconstrained as gradmc.from_numpyro samples them
-        start = unconstrained(model, init)
-        start = np.concatenate([np.ravel(start[name]) for name in numpyro_target.space.parts]).astype(np.float32)
-        from_model = run_gradmc(numpyro_target, "auto", args, init=start)
-        from_model["method"] = from_model["method"].replace("gradmc", "gradmc from_numpyro:")
-        from_model["end_to_end_s"] += reading
-        report(from_model, continuous, discrete, ref_means, categories)
+        runs = [("own", text) for text in args.gradmc.split(",")] + [("numpyro", "auto")]
+        for form, text in runs:
+            run = with_repeat(run_form(model_name, form, text, args), model_name, form, text, args)
+            report(run, continuous, discrete, ref_means, categories)
         for kernel_name in ("DiscreteHMCGibbs(NUTS)", "MixedHMC(HMC)"):
             report(run_numpyro(model, init, kernel_name, args), continuous, discrete, ref_means, categories)
 
