@@ -609,12 +609,13 @@ def report(run: dict, continuous, discrete, ref_means, kinds: dict) -> None:
     print(f"{run['method']:48s} " + " ".join(f"{c:12.4g}" for c in cells), flush=True)
 
 
-def run_form(model_name: str, form: str, text: str, args) -> dict:
-    """gradmc's run of a model in one form: ``"own"``, its log density with the choice ``text``;
-    ``"numpyro"``, ``"auto"`` on ``gradmc.from_numpyro`` of its NumPyro model, whose reading of
-    the model counts in its end to end, from the NumPyro runs' start.
+def run_form(built: tuple, form: str, text: str, args) -> dict:
+    """gradmc's run of a model (``built``, as a :data:`MODELS` entry returns it) in one form:
+    ``"own"``, its log density with the choice ``text``; ``"numpyro"``, ``"auto"`` on
+    ``gradmc.from_numpyro`` of its NumPyro model, whose reading of the model counts in its end
+    to end, from the NumPyro runs' start.
     """
-    target, model, init, _, _ = MODELS[model_name]()
+    target, model, init, _, _ = built
     if form == "own":
         choice = "auto" if text == "auto" else dict(pair.split("=") for pair in text.split(";"))
         return run_gradmc(target, choice, args)
@@ -686,11 +687,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.repeat_of:
         enable_compilation_cache(os.environ[REPEAT_CACHE])
-        run = run_form(args.models, args.repeat_of, args.gradmc, args)
+        run = run_form(MODELS[args.models](), args.repeat_of, args.gradmc, args)
         print(json.dumps({"end_to_end_s": run["end_to_end_s"], "digest": draws_digest(run["posterior"])}))
         return
     for model_name in args.models.split(","):
-        target, model, init, continuous, discrete = MODELS[model_name]()
+        built = MODELS[model_name]()
+        target, model, init, continuous, discrete = built
         ref_means, categories = EXACT.get(model_name, (None, None))
         kinds = None
         if ref_means is None:
@@ -721,7 +723,7 @@ def main() -> None:
         print(f"{'method':48s} " + " ".join(f"{c:>12s}" for c in columns), flush=True)
         runs = [("own", text) for text in args.gradmc.split(",")] + [("numpyro", "auto")]
         for form, text in runs:
-            run = with_repeat(run_form(model_name, form, text, args), model_name, form, text, args)
+            run = with_repeat(run_form(built, form, text, args), model_name, form, text, args)
             kinds = kinds or site_kinds(run["posterior"], discrete, categories)
             report(run, continuous, discrete, ref_means, kinds)
         for kernel_name in ("DiscreteHMCGibbs(NUTS)", "MixedHMC(HMC)"):
