@@ -22,9 +22,8 @@ import numpy as np
 import pytest
 
 import gradmc
-import gradmc.discrete.hams_samplers as hams_samplers
 from gradmc.base import Target
-from gradmc.curvature import graph_model, sparse_model, sparse_w
+from gradmc.curvature import graph_model, learned_w, sparse_model, sparse_w
 from gradmc.spaces import Binary
 
 
@@ -76,8 +75,8 @@ def test_probe_finds_the_graph():
 def test_learned_graph_w_is_the_hessian(monkeypatch):
     """On a quadratic f, γ = H Δ exactly: the per-row regressions on the graph return H, and
     the kept draws, made with the frozen model, are rejection-free (§7.10)."""
-    monkeypatch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
-    monkeypatch.setattr(hams_samplers, "SPARSE_W_HISTORY", 200)
+    monkeypatch.setattr(learned_w, "MAX_LEARNED_W_DIM", 10)
+    monkeypatch.setattr(learned_w, "SPARSE_W_HISTORY", 200)
     target, H, edges = random_graph()
     trace = gradmc.sample(target, "o-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False)
     model = jax.tree.map(lambda x: np.asarray(x)[0], trace.params["model"])

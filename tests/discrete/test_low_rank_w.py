@@ -23,9 +23,8 @@ import numpy as np
 import pytest
 
 import gradmc
-import gradmc.discrete.hams_samplers as hams_samplers
 from gradmc.base import Target
-from gradmc.curvature import low_rank_model, second_order
+from gradmc.curvature import learned_w, low_rank_model, second_order
 from gradmc.discrete import hams, proposals
 from gradmc.enumeration import exact_distribution
 from gradmc.spaces import Binary
@@ -156,8 +155,8 @@ def test_learned_low_rank_w_below_the_dense_limit():
 def test_learned_low_rank_w_above_the_dense_limit(monkeypatch):
     """Above the dense limit (forced low), a dense Hessian has too many diagonals for the
     sparse form, and its rank 3 makes W low-rank; φ ≠ 0 is allowed (L⁻¹ exists)."""
-    monkeypatch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
-    monkeypatch.setattr(hams_samplers, "SPARSE_W_HISTORY", 200)
+    monkeypatch.setattr(learned_w, "MAX_LEARNED_W_DIM", 10)
+    monkeypatch.setattr(learned_w, "SPARSE_W_HISTORY", 200)
     target, H = low_rank_quadratic(80, seed=1)
     trace = gradmc.sample(target, "v-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False)
     check_learned_hessian(trace, H)
@@ -165,7 +164,7 @@ def test_learned_low_rank_w_above_the_dense_limit(monkeypatch):
 
 
 def test_a_dense_full_rank_hessian_is_refused_above_the_dense_limit(monkeypatch):
-    monkeypatch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
+    monkeypatch.setattr(learned_w, "MAX_LEARNED_W_DIM", 10)
     A = np.random.default_rng(0).normal(size=(80, 80)) / 80
     A = jnp.asarray(A + A.T, jnp.float32)
     dense = Target("dense-quadratic", lambda x: 0.5 * x @ A @ x, Binary(80))

@@ -28,8 +28,7 @@ import numpy as np
 import pytest
 
 import gradmc
-import gradmc.discrete.hams_samplers as hams_samplers
-from gradmc.curvature import sparse_model, sparse_w
+from gradmc.curvature import learned_w, sparse_model, sparse_w
 from gradmc.discrete import hams, proposals
 from gradmc.enumeration import exact_distribution
 from gradmc.testing import assert_tv_within_bound
@@ -203,8 +202,8 @@ def test_probe_finds_the_one_hot_lattice():
 def learned_potts():
     """V-PDHAMS with no options on the 3 × 4 Potts lattice, the sparse path forced."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
-        patch.setattr(hams_samplers, "SPARSE_W_HISTORY", 200)
+        patch.setattr(learned_w, "MAX_LEARNED_W_DIM", 10)
+        patch.setattr(learned_w, "SPARSE_W_HISTORY", 200)
         return gradmc.sample(
             POTTS_LATTICE, "v-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False
         )
@@ -230,8 +229,8 @@ def learned():
     """V-PDHAMS with no options on the 5 × 6 lattice, the sparse path forced by a low threshold;
     the fit sees all 200 exploring steps, so every bond has an end that moved."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
-        patch.setattr(hams_samplers, "SPARSE_W_HISTORY", 200)
+        patch.setattr(learned_w, "MAX_LEARNED_W_DIM", 10)
+        patch.setattr(learned_w, "SPARSE_W_HISTORY", 200)
         return gradmc.sample(LATTICE, "v-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False)
 
 
@@ -257,8 +256,8 @@ def test_learned_sparse_w_with_dense_blocks():
     (diagonal 5): the probe finds all five diagonals, the fit returns the Hessian of this
     quadratic target, and the kept draws are rejection-free."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
-        patch.setattr(hams_samplers, "SPARSE_W_HISTORY", 200)
+        patch.setattr(learned_w, "MAX_LEARNED_W_DIM", 10)
+        patch.setattr(learned_w, "SPARSE_W_HISTORY", 200)
         trace = gradmc.sample(FHMM, "o-pdhams", num_chains=8, num_warmup=400, num_draws=200, seed=3, progress=False)
     model = jax.tree.map(lambda x: np.asarray(x)[0], trace.params["model"])
     assert model.offsets == (1, 2, 3, 4, 5)
@@ -279,7 +278,7 @@ def test_kept_draws_use_the_frozen_model(learned):
 
 
 def test_phi_needs_a_dense_w(monkeypatch):
-    monkeypatch.setattr(hams_samplers, "MAX_LEARNED_W_DIM", 10)
+    monkeypatch.setattr(learned_w, "MAX_LEARNED_W_DIM", 10)
     with pytest.raises(ValueError, match="phi = 0 only"):
         gradmc.sampler("v-pdhams", phi=-0.5).bind(LATTICE, 400)
     with pytest.raises(ValueError, match="phi = 0 only"):

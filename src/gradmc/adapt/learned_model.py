@@ -5,8 +5,8 @@ Warm-up steps 0 .. T/2 − 1 run a self-tuning *explorer* (a :class:`~gradmc.bas
 of its own, e.g. NCG adapting its step size) and record, over the last ``num_history`` of
 them, each step's move Δs and the change of the gradient Δ∇f. At step T/2 ``fit`` turns
 the records into the model, pooling them over all chains (``lax.pmean`` over the runner's
-``"chain"`` axis; for PDHAMS with a dense W: the sums XᵀX and XᵀY of PD eq. 38, see
-:func:`pooled_dense_fit`), and the main kernel starts from the explorer's position. The rest of the
+``"chain"`` axis; for PDHAMS: the forms of W of :mod:`gradmc.curvature.learned_w`), and the
+main kernel starts from the explorer's position. The rest of the
 warm-up runs the main kernel with the fitted model and tunes one scalar of it (PDHAMS: δ)
 by a step-size rule on the acceptance rate pooled over chains; after warm-up the model is
 frozen and returned in the run's ``params``, so the kept draws come from a fixed kernel.
@@ -27,7 +27,7 @@ from gradmc.adapt.warmup import WarmupKernel, bind_two_phase
 from gradmc.base import BoundSampler, Shared
 from gradmc.chains import pool_chains
 
-__all__ = ["ExploreFitState", "ModelTuning", "explore_then_fit_sampler", "pooled_dense_fit"]
+__all__ = ["ExploreFitState", "ModelTuning", "explore_then_fit_sampler"]
 
 
 class ModelTuning(NamedTuple):
@@ -200,19 +200,3 @@ def explore_then_fit_sampler(
         refresh=None if explorer.refresh is None else refresh,
     )
     return bind_two_phase(name, warmup, finalize, kernel_init, step)
-
-
-def pooled_dense_fit(fit_sums: Callable) -> Callable:
-    """``fit(moves, gradient_changes)`` for :func:`explore_then_fit_sampler` that pools the
-    sums XᵀX and XᵀY (PD eq. 38) over chains and hands them to ``fit_sums(xtx, xty)``.
-
-    Parameters
-    ----------
-    fit_sums : callable
-        ``fit_sums(xtx, xty) -> model`` from the pooled (d, d) sums.
-    """
-
-    def fit(moves, gradient_changes):
-        return fit_sums(pool_chains(moves.T @ moves), pool_chains(moves.T @ gradient_changes))
-
-    return fit

@@ -9,7 +9,8 @@
 * the forms of W learned in warm-up where a dense one does not fit — on the Hessian's
   diagonals (:mod:`~gradmc.curvature.sparse_model`), of low rank on its range
   (:mod:`~gradmc.curvature.low_rank_model`), or on its graph
-  (:mod:`~gradmc.curvature.graph_model`).
+  (:mod:`~gradmc.curvature.graph_model`), each one :class:`~gradmc.curvature.learned_w.LearnedW`
+  to the warm-up that learns it (:mod:`~gradmc.curvature.learned_w`).
 
 A kernel is handed one of these forms and calls its operations; which form a target gets
 is chosen once, when the model is learned. The package imports nothing above

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.chains import pool_chains
-from gradmc.curvature.sparse_model import couplings_summary, hessian_columns
+from gradmc.curvature.sparse_model import hessian_columns
 from gradmc.curvature.sparse_w import GraphPreconditioner, graph_preconditioner
 
 __all__ = [
@@ -32,9 +32,6 @@ __all__ = [
     "HessianGraph",
     "hessian_graph",
     "pooled_graph_fit",
-    "with_delta",
-    "placeholder_model",
-    "summary",
 ]
 
 #: The most neighbours a coordinate may have in a learned graph W (the fit holds a
@@ -168,44 +165,3 @@ def pooled_graph_fit(graph: HessianGraph, delta, ridge: float = 1e-6):
         return graph_preconditioner(coef[:, 0], rows, cols, weights, delta)
 
     return fit
-
-
-def with_delta(model: GraphPreconditioner, delta) -> GraphPreconditioner:
-    """The same W with the Gershgorin D and factor L of another δ (traceable).
-
-    Parameters
-    ----------
-    model : GraphPreconditioner
-        The fitted model.
-    delta : float or jax.Array
-        δ > 0.
-    """
-    return graph_preconditioner(model.W_diag, model.rows, model.cols, model.weights, delta)
-
-
-def placeholder_model(graph: HessianGraph, delta) -> GraphPreconditioner:
-    """The model with W = 0 on the graph (D = δ I), used before the fit.
-
-    Parameters
-    ----------
-    graph : HessianGraph
-        The graph.
-    delta : float
-        δ > 0.
-    """
-    d = graph.neighbours.shape[0]
-    return graph_preconditioner(
-        jnp.zeros(d, jnp.float32), graph.rows, graph.cols, jnp.zeros(graph.rows.size, jnp.float32), delta
-    )
-
-
-def summary(model: GraphPreconditioner) -> dict:
-    """``params_of`` of the learning warm-up: the model under ``"model"`` and scalars on what
-    was learned (as :func:`gradmc.curvature.sparse_model.summary`).
-
-    Parameters
-    ----------
-    model : GraphPreconditioner
-        The fitted model.
-    """
-    return couplings_summary(model, model.weights)

@@ -25,7 +25,7 @@ from gradmc.chains import pool_chains
 from gradmc.curvature.second_order import HamsPreconditioner, LowRankModel, fit_w_from_sums
 from gradmc.curvature.sparse_model import hessian_vector_products, probe_points
 
-__all__ = ["MAX_RANK", "hessian_range", "pooled_low_rank_fit", "placeholder_model", "summary"]
+__all__ = ["MAX_RANK", "hessian_range", "pooled_low_rank_fit", "summary"]
 
 #: The largest rank of a learned low-rank W (a step costs O(d · rank)).
 MAX_RANK = 128
@@ -104,18 +104,6 @@ def pooled_low_rank_fit(basis):
         return LowRankModel(U @ Q, lam)
 
     return fit
-
-
-def placeholder_model(basis) -> LowRankModel:
-    """The model W = 0 on the basis' structure, used before the fit.
-
-    Parameters
-    ----------
-    basis : array_like
-        U, (d, r).
-    """
-    U = jnp.asarray(basis, jnp.float32)
-    return LowRankModel(U, jnp.zeros(U.shape[1], jnp.float32))
 
 
 def summary(precond: HamsPreconditioner) -> dict:

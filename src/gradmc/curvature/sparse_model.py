@@ -43,9 +43,6 @@ __all__ = [
     "normal_matrices",
     "structured_w_from_sums",
     "pooled_structured_fit",
-    "with_delta",
-    "placeholder_model",
-    "summary",
     "couplings_summary",
 ]
 
@@ -344,52 +341,11 @@ def pooled_structured_fit(pattern: HessianPattern, delta, ridge: float = 1e-6):
     return fit
 
 
-def with_delta(model: StructuredPreconditioner, delta) -> StructuredPreconditioner:
-    """The same W with the Gershgorin D and factor L of another δ (traceable).
-
-    Parameters
-    ----------
-    model : StructuredPreconditioner
-        The fitted model.
-    delta : float or jax.Array
-        δ > 0.
-    """
-    return structured_preconditioner(model.W_diag, model.W_off, model.offsets, delta)
-
-
-def placeholder_model(pattern: HessianPattern, dim: int, delta) -> StructuredPreconditioner:
-    """The model with W = 0 (D = δ I, L Lᵀ = δ I) of the pattern's structure and factor, used before the fit.
-
-    Parameters
-    ----------
-    pattern : HessianPattern
-        The pattern.
-    dim : int
-        d.
-    delta : float
-        δ > 0.
-    """
-    return structured_preconditioner(
-        jnp.zeros(dim, jnp.float32), jnp.zeros((len(pattern.offsets), dim), jnp.float32), pattern.offsets, delta
-    )
-
-
-def summary(model: StructuredPreconditioner) -> dict:
-    """``params_of`` of the learning warm-up: the model under ``"model"`` and scalars on what
-    was learned: the number of non-zero couplings w_ij (i < j), the largest |w_ij|, the
-    range of the diagonal of W and of the Gershgorin D.
-
-    Parameters
-    ----------
-    model : StructuredPreconditioner
-        The fitted model.
-    """
-    return couplings_summary(model, model.W_off)
-
-
 def couplings_summary(model, couplings) -> dict:
-    """The scalars of :func:`summary` for a sparse model (by diagonals or by edges) whose
-    couplings w_ij (i < j) are the entries of ``couplings`` (zeros where there is no edge).
+    """The run's params for a learned sparse W (by diagonals or by edges) whose couplings
+    w_ij (i < j) are the entries of ``couplings`` (zeros where there is no edge): the model
+    under ``"model"``, the number of non-zero couplings, the largest |w_ij|, the range of the
+    diagonal of W and of the Gershgorin D.
 
     Parameters
     ----------

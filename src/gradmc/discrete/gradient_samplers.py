@@ -26,6 +26,7 @@ from gradmc.adapt.step_size import bounded, rule_by_name
 from gradmc.adapt.warmup import bind, step_size_sampler
 from gradmc.base import RunWarning, Target
 from gradmc.checks import check_positive_param, check_symmetric
+from gradmc.curvature.learned_w import MAX_LEARNED_W_DIM
 from gradmc.curvature.pavg_model import make_preconditioner
 from gradmc.discrete import avg, block_gibbs, ffbs, linear_gibbs, ncg, ordinal_ncg, pavg
 from gradmc.discrete.fallback import with_fallback
@@ -36,7 +37,6 @@ from gradmc.spaces import Categorical
 __all__ = [
     "TARGET_ACCEPT",
     "MAX_STEP_SIZE",
-    "MAX_LEARNED_W_DIM",
     "register_discrete",
     "step_size_stats",
     "warmup_rule",
@@ -90,11 +90,6 @@ TARGET_ACCEPT = 0.574
 #: already carries most of the state's information) ε would grow without end. At 10⁶ the
 #: difference from the limit is negligible for any target whose gradient is not itself that small.
 MAX_STEP_SIZE = 1e6
-
-#: The largest dimension for which PAVG's M and PDHAMS's W are learned dense: a dense
-#: matrix, its factors and the move history take about 4 d² + 2 · 500 d floats per chain.
-#: Above it PDHAMS learns a sparse W (§8.7) and PAVG warns.
-MAX_LEARNED_W_DIM = 2000
 
 
 def warmup_rule(adapt, target_accept, num_warmup):

@@ -6,35 +6,18 @@ chosen from the target's size and its Hessian's sparsity (:mod:`gradmc.curvature
 
 from __future__ import annotations
 
-from typing import Any
-
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc.adapt.learned_model import ModelTuning, explore_then_fit_sampler, pooled_dense_fit
+from gradmc.adapt.learned_model import ModelTuning, explore_then_fit_sampler
 from gradmc.adapt.step_size import fixed_rule, rule_by_name
 from gradmc.adapt.warmup import bind, step_size_sampler
 from gradmc.base import BoundSampler, Target
 from gradmc.checks import is_concrete
-from gradmc.curvature import graph_model, low_rank_model, sparse_model
-from gradmc.curvature.second_order import (
-    EigenModel,
-    check_w,
-    dhams_preconditioner,
-    eigen_model,
-    eigen_pdhams_preconditioner,
-    fit_w_from_sums,
-    low_rank_pdhams_preconditioner,
-    pdhams_preconditioner,
-)
+from gradmc.curvature import learned_w
+from gradmc.curvature.second_order import check_w, dhams_preconditioner, pdhams_preconditioner
 from gradmc.discrete import hams, ncg
-from gradmc.discrete.gradient_samplers import (
-    MAX_LEARNED_W_DIM,
-    TARGET_ACCEPT,
-    first_order_sampler,
-    register_discrete,
-    warmup_rule,
-)
+from gradmc.discrete.gradient_samplers import TARGET_ACCEPT, first_order_sampler, register_discrete, warmup_rule
 from gradmc.discrete.proposals import stats
 from gradmc.registry import TARGET_ACCEPT_OPTION, Tuned
 
@@ -187,16 +170,6 @@ register_discrete(
 )(_dhams_builder("o-dhams", 0.1, hams.DHAMS_SETTINGS["o-dhams"]))
 
 
-#: Exploring steps whose moves the learned W is fitted from (per chain, pooled over chains).
-W_HISTORY = 500
-#: From this dimension on, a learned W is of low rank when the Hessian's range is (rank ≤ d/4).
-MIN_LOW_RANK_DIM = 256
-#: Exploring steps a sparse or low-rank W is fitted from: 50 · 100 chains give 5,000 moves
-#: for the few unknowns of each row (or the r(r + 1)/2 of a rank-r W), in 2 · 50 · d floats
-#: per chain.
-SPARSE_W_HISTORY = 50
-
-
 #: The smallest δ the warm-up of a learned W may reach, as a fraction of the starting δ: on a
 #: quadratic target the learned W makes PDHAMS rejection-free at every δ, so the acceptance
 #: rate keeps pushing δ down; on DISCS's Ising models δ = 1/4 and 1/10 of the default mix
@@ -218,61 +191,15 @@ def _delta_tuning(adapt, target_accept, delta, build) -> ModelTuning:
     return ModelTuning(rule, 1.0 / float(delta), lambda fitted, x: build(fitted, delta_of(x)), "delta", delta_of)
 
 
-def _learned_w_form(name: str, f, space) -> tuple[str, Any]:
-    """Which form the learned W takes, with what it needs: ``("dense", None)``,
-    ``("low-rank", basis)``, ``("sparse", pattern)`` or ``("graph", graph)`` (module docs of
-    :mod:`gradmc.curvature.low_rank_model`, :mod:`gradmc.curvature.sparse_model` and
-    :mod:`gradmc.curvature.graph_model`).
-
-    Below d = :data:`MIN_LOW_RANK_DIM` W is dense. Above it the Hessian's range is probed: a
-    rank r ≤ d/4 (and ≤ :data:`~gradmc.curvature.low_rank_model.MAX_RANK`) makes W low-rank,
-    O(d r) a step instead of O(d²). Above d = :data:`MAX_LEARNED_W_DIM` a dense W is not
-    learned: W is low-rank when r is also below the number of the Hessian's diagonals (or
-    the Hessian has too many diagonals), else sparse on its pattern by diagonals, else sparse
-    on its graph (at most :data:`~gradmc.curvature.graph_model.MAX_DEGREE` neighbours per
-    coordinate); a Hessian that is none of these is refused.
-    """
-    d = space.dim
-    max_rank = min(low_rank_model.MAX_RANK, d // 4)
-    if d <= MAX_LEARNED_W_DIM:
-        if d < MIN_LOW_RANK_DIM:
-            return "dense", None
-        basis = low_rank_model.hessian_range(f, space, max_rank=max_rank)
-        return ("dense", None) if basis is None else ("low-rank", basis)
-    pattern = sparse_model.hessian_pattern(f, space)
-    if pattern is not None:
-        max_rank = min(max_rank, len(pattern.offsets) - 1)
-    basis = low_rank_model.hessian_range(f, space, max_rank=max_rank) if max_rank >= 1 else None
-    if basis is not None:
-        return "low-rank", basis
-    if pattern is not None:
-        return "sparse", pattern
-    graph = graph_model.hessian_graph(f, space)
-    if graph is not None:
-        return "graph", graph
-    raise ValueError(
-        f"{name} learns a dense second-order model W only up to d = {MAX_LEARNED_W_DIM}, and above it a sparse "
-        f"W (at most {graph_model.MAX_DEGREE} neighbours per coordinate) or a W of rank at most "
-        f"{low_rank_model.MAX_RANK}; this target's Hessian (d = {d}) is none of these. Pass W= (e.g. from "
-        "gradmc.tuning.calibration.calibrate_w) or use ncg, gwg or pavg"
-    )
-
-
 def _learned_w_sampler(
     name, target: Target, num_warmup, delta, epsilon, phi, beta, adapt, target_accept
 ) -> BoundSampler:
     """PDHAMS whose W is learned in warm-up (:mod:`gradmc.adapt.learned_model`): NCG, adapting
     its step size, explores the first half; W is the gradient regression of PD eq. 38 on the
     pooled moves of all chains, D and L follow; the second half runs PDHAMS and tunes δ (one
-    for all chains) towards ``target_accept``.
-
-    W takes one of four forms (:func:`_learned_w_form`): dense (D by §8.4, L by §8.5, both
-    from W's eigendecomposition for any δ); of low rank on the Hessian's range
-    (:mod:`gradmc.curvature.low_rank_model`, §8.9), where that rank is small; sparse on the
-    Hessian's pattern above d = :data:`MAX_LEARNED_W_DIM` (:mod:`gradmc.curvature.sparse_model`,
-    at most :data:`~gradmc.curvature.sparse_model.MAX_OFFSETS` diagonals) or on its graph
-    (:mod:`gradmc.curvature.graph_model`, §8.10), with the Gershgorin D and the edge or block
-    factor L (§8.7; φ = 0 only).
+    for all chains) towards ``target_accept``. The form W takes — dense, of low rank, sparse
+    on the Hessian's diagonals or on its graph — is chosen once, from the target's size and
+    its Hessian (:func:`gradmc.curvature.learned_w.choose`).
     """
     if int(num_warmup) < 200:
         raise ValueError(
@@ -281,61 +208,28 @@ def _learned_w_sampler(
         )
     space = hams.check_space(target)
     f = target.logdensity_fn
-    d = space.dim
-    form, structure = _learned_w_form(name, f, space)
-    if form in ("sparse", "graph") and (not is_concrete(phi) or float(phi) != 0.0):
+    learned = learned_w.choose(name, f, space, delta)
+    if learned.phi_zero_only and (not is_concrete(phi) or float(phi) != 0.0):
         raise ValueError(
-            f"{name} learns a sparse W for d = {d} > {MAX_LEARNED_W_DIM}, which runs with phi = 0 only "
-            f"(got phi = {phi}); pass phi=0, or a dense W= to use phi != 0"
+            f"{name} learns a sparse W for d = {space.dim} > {learned_w.MAX_LEARNED_W_DIM}, which runs with phi = 0 "
+            f"only (got phi = {phi}); pass phi=0, or a dense W= to use phi != 0"
         )
     explorer = first_order_sampler("ncg", ncg, target, num_warmup, 0.5, "dual_averaging", TARGET_ACCEPT)
     hams_kernel = hams.build_kernel(beta)
-    common = dict(
-        name=name,
-        explorer=explorer,
-        gradient=lambda explorer_state: explorer_state.kernel.grad,
-        num_warmup=num_warmup,
-        dim=d,
+    return explore_then_fit_sampler(
+        name,
+        explorer,
+        lambda explorer_state: explorer_state.kernel.grad,
+        num_warmup,
+        space.dim,
+        num_history=learned.num_history,
+        fit=learned.fit,
+        placeholder_model=learned.placeholder,
+        kernel_init=lambda key, position: hams.init(position, f, key, precond=learned.first_momentum),
         kernel=lambda key, state, precond: hams_kernel(key, state, f, space, precond, epsilon, phi),
         stats_fn=stats,
-    )
-    if form == "dense":
-        eye = jnp.eye(d, dtype=jnp.float32)
-        return explore_then_fit_sampler(
-            num_history=W_HISTORY,
-            fit=pooled_dense_fit(lambda xtx, xty: eigen_model(fit_w_from_sums(xtx, xty))),
-            placeholder_model=EigenModel(0.0 * eye, jnp.zeros(d, jnp.float32), eye),
-            kernel_init=lambda key, position: hams.init(position, f, key),
-            params_of=lambda precond: {"model": precond, "W": precond.W},
-            tuning=_delta_tuning(adapt, target_accept, delta, eigen_pdhams_preconditioner),
-            **common,
-        )
-    if form == "low-rank":
-        return explore_then_fit_sampler(
-            num_history=SPARSE_W_HISTORY,
-            fit=low_rank_model.pooled_low_rank_fit(structure),
-            placeholder_model=low_rank_model.placeholder_model(structure),
-            kernel_init=lambda key, position: hams.init(position, f, key),
-            params_of=low_rank_model.summary,
-            tuning=_delta_tuning(adapt, target_accept, delta, low_rank_pdhams_preconditioner),
-            **common,
-        )
-    if form == "graph":
-        placeholder = graph_model.placeholder_model(structure, delta)
-        fit, with_delta = graph_model.pooled_graph_fit(structure, delta), graph_model.with_delta
-        summary = graph_model.summary
-    else:
-        placeholder = sparse_model.placeholder_model(structure, d, delta)
-        fit, with_delta = sparse_model.pooled_structured_fit(structure, delta), sparse_model.with_delta
-        summary = sparse_model.summary
-    return explore_then_fit_sampler(
-        num_history=SPARSE_W_HISTORY,
-        fit=fit,
-        placeholder_model=placeholder,
-        kernel_init=lambda key, position: hams.init(position, f, key, precond=placeholder),
-        params_of=summary,
-        tuning=_delta_tuning(adapt, target_accept, delta, with_delta),
-        **common,
+        params_of=learned.summary,
+        tuning=_delta_tuning(adapt, target_accept, delta, learned.preconditioner),
     )
 
 
