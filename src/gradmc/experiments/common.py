@@ -2,9 +2,10 @@
 
 * :class:`Budget`: chains × (warm-up + kept draws), the budget of a fixed-length run;
   experiments that need more (tuning runs, per-kind iteration counts) extend it.
-* :func:`pyplot` / :func:`save_figure`: matplotlib on the Agg backend (no display needed).
+* :func:`pyplot` / :func:`subplots` / :func:`save_figure`: matplotlib on the Agg backend
+  (no display needed).
 * :func:`mean_sd_cell` / :func:`seeds_cell`: "mean (sd)" table cells; :func:`fenced`: a
-  plain-text table as a Markdown code block.
+  plain-text table as a Markdown code block; :func:`markdown_table`: a Markdown table.
 * :func:`spearman`, :func:`descending_ranks`, :func:`rank_agreement`: how our ranking of
   samplers agrees with a paper's.
 """
@@ -23,13 +24,16 @@ import numpy as np
 from gradmc import registry
 from gradmc.base import Sampler
 from gradmc.report import format_table, pyplot, save_figure
+from gradmc.run import sample
 
 __all__ = [
     "at_budget",
     "Budget",
     "format_table",
     "fenced",
+    "markdown_table",
     "pyplot",
+    "subplots",
     "save_figure",
     "mean_sd_cell",
     "seeds_cell",
@@ -57,6 +61,35 @@ class Budget:
     warmup: int
     draws: int
 
+    def sample(self, target, sampler, seed: int, progress: bool = False):
+        """:func:`gradmc.sample` of ``sampler`` on ``target`` at this budget (one vmapped call).
+
+        Parameters
+        ----------
+        target : Target
+            The target.
+        sampler : Sampler or str
+            The sampler.
+        seed : int
+            Seed.
+        progress : bool
+            Show a progress bar.
+        """
+        return sample(
+            target,
+            sampler,
+            num_chains=self.chains,
+            num_warmup=self.warmup,
+            num_draws=self.draws,
+            seed=seed,
+            progress=progress,
+        )
+
+
+def subplots(*args, **kwargs):
+    """``(figure, axes)`` of matplotlib's ``subplots`` on the Agg backend (:func:`pyplot`)."""
+    return pyplot().subplots(*args, **kwargs)
+
 
 def fenced(table: str) -> str:
     """``table`` (e.g. from :func:`format_table`) as a Markdown code block.
@@ -67,6 +100,20 @@ def fenced(table: str) -> str:
         Plain text.
     """
     return f"```\n{table}\n```"
+
+
+def markdown_table(header, rows) -> str:
+    """A Markdown table: the ``header`` cells, then one line per row of cells.
+
+    Parameters
+    ----------
+    header : sequence of str
+        The column titles.
+    rows : iterable of sequence
+        The cells of each row (any value; printed with ``str``).
+    """
+    lines = [f"| {' | '.join(header)} |", "|" + "---|" * len(header)]
+    return "\n".join(lines + [f"| {' | '.join(map(str, row))} |" for row in rows])
 
 
 def mean_sd_cell(mean: float, sd: float | None = None, fmt: str = ".3f", sd_fmt: str | None = None) -> str:

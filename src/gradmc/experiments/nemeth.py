@@ -25,7 +25,7 @@ the Prop. 3.1 resampling; scenario (b) reads d_j/20 as the component standard de
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import jax
@@ -35,12 +35,12 @@ import numpy as np
 from gradmc.continuous import ais as ais_module
 from gradmc.continuous import equi_energy
 from gradmc.continuous.tempering import weighted_mean
-from gradmc.experiments.common import Budget, fenced, format_table, mean_sd_cell, pyplot, save_figure
+from gradmc.experiments.common import Budget, fenced, format_table, mean_sd_cell, save_figure, subplots
 from gradmc.extended import pseudo_extended, resample_extended
 from gradmc.registry import register_experiment
 from gradmc.registry import sampler as make_sampler
 from gradmc.registry import target as make_target
-from gradmc.run import sample
+from gradmc.report import plot_draws_over_density
 
 __all__ = [
     "PUBLISHED_TABLE1",
@@ -130,6 +130,15 @@ class RunResult:
         return out
 
 
+def _moment_estimates(res: RunResult) -> np.ndarray:
+    """Per run: the estimates of E[x] and E[x^2], concatenated."""
+    return np.concatenate([res.moments(lambda x: x), res.moments(lambda x: x**2)], axis=1)
+
+
+def _runs_cell(values) -> str:
+    return mean_sd_cell(values.mean(), values.std(ddof=1))
+
+
 def _seconds(trace) -> float:
     return float(trace.timing["warmup_s"] + trace.timing["sampling_s"])
 
@@ -154,15 +163,7 @@ def run_sampler(target, sampler, budget: Budget, seed: int, progress: bool) -> R
     progress : bool
         Show a progress bar.
     """
-    trace = sample(
-        target,
-        sampler,
-        num_chains=budget.chains,
-        num_warmup=budget.warmup,
-        num_draws=budget.draws,
-        seed=seed,
-        progress=progress,
-    )
+    trace = budget.sample(target, sampler, seed, progress)
     weights = trace.stats.get("log_weight")
     log_weights = None if weights is None else np.asarray(weights, np.float64)
     return RunResult(trace.draws, _seconds(trace), log_weights, _grads_per_draw(trace))
@@ -192,15 +193,7 @@ def run_pe(
         The sampler of the extended target.
     """
     ext = pseudo_extended(target, n, beta_bounds=beta_bounds)
-    trace = sample(
-        ext,
-        sampler,
-        num_chains=budget.chains,
-        num_warmup=budget.warmup,
-        num_draws=budget.draws,
-        seed=seed,
-        progress=progress,
-    )
+    trace = budget.sample(ext, sampler, seed, progress)
     out = resample_extended(trace, ext, jax.random.key(seed + 1))
     return RunResult(out.draws, _seconds(trace), grads_per_draw=_grads_per_draw(trace))
 
@@ -210,13 +203,11 @@ def run_pe(
 
 def _mixture_methods(scenario: str, ns) -> dict:
     cov = 4.0 if scenario == "a" else 3.5
+    pt = make_sampler("parallel-tempering", temperatures=KOU_TEMPERATURES, step_size=0.25, adapt=False)
     methods = {
         "RAM": ("sampler", make_sampler("ram", cov_scale=cov)),
         "EE": ("sampler", make_sampler("equi-energy")),
-        "PT": (
-            "sampler",
-            make_sampler("parallel-tempering", temperatures=KOU_TEMPERATURES, step_size=0.25, adapt=False),
-        ),
+        "PT": ("sampler", pt),
         "HMC": ("sampler", make_sampler("nuts")),
     }
     methods.update({f"PE (N={n})": ("pe", n) for n in ns})
@@ -267,33 +258,21 @@ def mixture_experiment(
             if kind == "pe":
                 res = run_pe(target, spec, budget, s, progress)
             else:  # EE's staggered level starts build the rings during warm-up: give it more (cheap) steps
-                b = (
-                    budget
-                    if label != "EE"
-                    else Budget(budget.chains, max(budget.warmup, EE_WARMUP[full]), budget.draws)
-                )
+                b = replace(budget, warmup=max(budget.warmup, EE_WARMUP[full])) if label == "EE" else budget
                 res = run_sampler(target, spec, b, s, progress)
             results[label] = res
-            est = np.concatenate([res.moments(lambda x: x), res.moments(lambda x: x**2)], axis=1)  # (runs, 4)
+            est = _moment_estimates(res)  # (runs, 4)
             estimates.setdefault(scenario, {})[label] = est
             mse = float(np.mean((est - truth) ** 2))
             row = {"method": label}
             published = PUBLISHED_TABLE1[scenario].get(label, [(np.nan, None)] * 4)
             for j, name in enumerate(MOMENT_NAMES):
-                row[name] = mean_sd_cell(est[:, j].mean(), est[:, j].std(ddof=1))
+                row[name] = _runs_cell(est[:, j])
                 row[f"{name} paper"] = mean_sd_cell(*published[j])
             paper_sd = np.array([np.nan if sd is None else sd for _, sd in published])
             scaled_sd = est.std(axis=0, ddof=1) * np.sqrt(budget.draws / PAPER_DRAWS)  # sd ∝ 1/√draws
-            row.update(
-                {
-                    "MSE": mse,
-                    "CT s": res.seconds,
-                    "MSE x CT": mse * res.seconds,
-                    "sd@50k / paper": float(np.median(scaled_sd / paper_sd))
-                    if np.all(np.isfinite(paper_sd))
-                    else np.nan,
-                }
-            )
+            row.update({"MSE": mse, "CT s": res.seconds, "MSE x CT": mse * res.seconds})
+            row["sd@50k / paper"] = float(np.median(scaled_sd / paper_sd)) if np.all(np.isfinite(paper_sd)) else np.nan
             rows.append(row)
             if kind == "pe":
                 mse_ct.setdefault(scenario, {})[spec] = mse * res.seconds
@@ -304,11 +283,9 @@ def mixture_experiment(
         tables[scenario] = [truth_row] + rows
         pe_label = "PE (N=5)" if "PE (N=5)" in results else next(k for k in results if k.startswith("PE"))
         fig3 = out / f"figure3_{scenario}.png"
-        _plot_draws(
-            target,
-            {"HMC": results["HMC"].draws[0], pe_label: results[pe_label].draws[0]},
-            fig3,
-            f"scenario ({scenario}), one run",
+        panels = {k: np.asarray(results[k].draws[0])[None] for k in ("HMC", pe_label)}
+        plot_draws_over_density(
+            target.logdensity_fn, target.bounds, panels, fig3, title=f"scenario ({scenario}), one run"
         )
         figures.append(fig3)
     fig4 = out / "figure4.png"
@@ -325,17 +302,15 @@ def run_mixture(
         out=out, full=full, seed=seed, progress=progress, scenarios=scenarios, ns=ns, budget=budget
     )
     budget = result["budget"]
-    lines = [
+    blocks = [
         "# Nemeth et al. (2022) §4.1: mixture of 20 bivariate Gaussians",
-        "",
         f"Budget: {budget.chains} independent runs (chains) x {budget.draws} draws "
         f"after {budget.warmup} warm-up per method"
-        + (" (the paper: 20 runs x 50,000)." if not full else " (the paper's)."),
-        "Cells: mean (sd) over runs; `paper` = the published Table 1 row. CT = warm-up + sampling seconds of the "
+        + (" (the paper: 20 runs x 50,000)." if not full else " (the paper's).")
+        + "\nCells: mean (sd) over runs; `paper` = the published Table 1 row. CT = warm-up + sampling seconds of the "
         f"batch. `sd@50k / paper`: our sd over runs scaled to the paper's {PAPER_DRAWS:,} draws "
         f"(× √(draws / {PAPER_DRAWS:,}), as for errors that shrink like 1/√draws), divided by the published sd; "
         "median over the four moments.",
-        "",
     ]
     columns = (
         ["method"]
@@ -343,39 +318,21 @@ def run_mixture(
         + ["MSE", "CT s", "MSE x CT", "sd@50k / paper"]
     )
     for scenario, rows in result["tables"].items():
-        lines += [
+        blocks += [
             f"## Scenario ({scenario})",
-            "",
             fenced(format_table(rows, columns)),
-            "",
             f"Figure 3 ({scenario}): `figure3_{scenario}.png`.",
-            "",
         ]
-    lines += ["Figure 4: `figure4.png` (MSE x CT for PE against N).", "", _READINGS]
-    return "\n".join(lines)
-
-
-def _plot_draws(target, draws_by_name: dict, path: Path, title: str) -> None:
-    from gradmc.report import plot_draws_over_density
-
-    plot_draws_over_density(
-        target.logdensity_fn,
-        target.bounds,
-        {k: np.asarray(v)[None] for k, v in draws_by_name.items()},
-        path,
-        title=title,
-    )
+    blocks += ["Figure 4: `figure4.png` (MSE x CT for PE against N).", _READINGS]
+    return "\n\n".join(blocks)
 
 
 def _plot_mse_ct(values: dict, path: Path, title: str) -> None:
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = subplots(figsize=(5, 3.5))
     for label, by_n in values.items():
         ns = sorted(by_n)
         ax.plot(ns, [by_n[n] for n in ns], "o-", label=str(label))
-    ax.set_yscale("log")
-    ax.set_xlabel("N (pseudo-samples)")
-    ax.set_ylabel("MSE x CT")
+    ax.set(yscale="log", xlabel="N (pseudo-samples)", ylabel="MSE x CT")
     ax.legend()
     ax.set_title(title)
     save_figure(fig, path)
@@ -471,24 +428,19 @@ def run_boltzmann(*, out: Path, full: bool, seed: int, progress: bool, budget: B
     second = cov + np.outer(mean, mean)
     q = target.metadata["Q"]
     base_cov = q.T @ q + np.eye(target.dim)  # moment match with s ~ uniform (E s = 0, Cov s = I)
+    st = make_sampler(
+        "simulated-tempering",
+        num_temperatures=st_temps,
+        beta_min=0.05,
+        local="hmc",
+        num_integration_steps=10,
+        step_size=0.3,
+    )
     methods = {
         "HMC": lambda s: run_sampler(target, make_sampler("nuts"), budget, s, progress),
         "PE (N=5)": lambda s: run_pe(target, 5, budget, s, progress, beta_bounds=(0.1, 0.9)),
         "AIS": lambda s: run_ais_batch(target, budget, s, num_temperatures=num_temps, base_cov=base_cov),
-        "ST": lambda s: run_sampler(
-            target,
-            make_sampler(
-                "simulated-tempering",
-                num_temperatures=st_temps,
-                beta_min=0.05,
-                local="hmc",
-                num_integration_steps=10,
-                step_size=0.3,
-            ),
-            budget,
-            s,
-            progress,
-        ),
+        "ST": lambda s: run_sampler(target, st, budget, s, progress),
         "GS (CT-HMC)": lambda s: run_sampler(target, make_sampler("ct-hmc", base_cov=base_cov), budget, s, progress),
     }
     results, rows = {}, []
@@ -496,26 +448,23 @@ def run_boltzmann(*, out: Path, full: bool, seed: int, progress: bool, budget: B
         res = run(seed + 100 * i)
         results[label] = res
         r1, r2 = _rmse(res, mean, second)
-        rows.append(
-            {
-                "method": label,
-                "RMSE E[x]": mean_sd_cell(r1.mean(), r1.std(ddof=1), ".3g", ".2g"),
-                "RMSE E[xx^T]": mean_sd_cell(r2.mean(), r2.std(ddof=1), ".3g", ".2g"),
-                "CT s": res.seconds,
-            }
-        )
+        cells = [mean_sd_cell(r.mean(), r.std(ddof=1), ".3g", ".2g") for r in (r1, r2)]
+        rows.append({"method": label, "RMSE E[x]": cells[0], "RMSE E[xx^T]": cells[1], "CT s": res.seconds})
+
+    def mse_x_ct(res):
+        r1, r2 = _rmse(res, mean, second)
+        return float(np.mean(r1**2 + r2**2) / 2 * res.seconds)
+
     # Figure 7: PE against N (N = 1 is NUTS on the target)
     mse_ct = {1: None}
     for n in ns:
-        res = (
+        pe = (
             results["PE (N=5)"]
             if n == 5
             else run_pe(target, n, budget, seed + 1000 + n, progress, beta_bounds=(0.1, 0.9))
         )
-        r1, r2 = _rmse(res, mean, second)
-        mse_ct[n] = float(np.mean(r1**2 + r2**2) / 2 * res.seconds)
-    r1, r2 = _rmse(results["HMC"], mean, second)
-    mse_ct[1] = float(np.mean(r1**2 + r2**2) / 2 * results["HMC"].seconds)
+        mse_ct[n] = mse_x_ct(pe)
+    mse_ct[1] = mse_x_ct(results["HMC"])
 
     exact = np.asarray(target.truth.sample(jax.random.key(seed), 3000))
     _, vecs = np.linalg.eigh(cov)
@@ -529,57 +478,47 @@ def run_boltzmann(*, out: Path, full: bool, seed: int, progress: bool, budget: B
     _plot_mse_ct({"Boltzmann": mse_ct}, fig7, "PE: MSE x CT against N (Figure 7; N = 1 is HMC)")
     lines = [
         "# Nemeth et al. (2022) §4.2: Boltzmann machine relaxation",
-        "",
         f"The paper's system (d_b = 28). Our SDP optimum of min lambda_max(W + D) has rank {target.dim} "
         "(the paper's solver kept d = 27: three extra directions with eigenvalues of order 1e-7 to 1e-6 that add "
         "unit-variance coordinates; solved to a 1e-10 tolerance, four eigenvalues fall below 3e-9, so 24 is the "
         "accurate optimum's rank); tr D agrees to 2e-4 relative, and the Q-invariant reference values agree "
-        "(tests/targets/test_boltzmann.py).",
+        "(tests/targets/test_boltzmann.py).\n"
         f"Budget: {budget.chains} runs x {budget.draws} draws after {budget.warmup} warm-up; AIS: {budget.draws} "
         f"particles per run, {num_temps} temperatures; ST ladder {st_temps} temperatures "
         "(geometric down to beta = 0.05) (the paper: 10 runs, last 10,000 iterations, 1,000 temperatures for ST "
-        "and AIS).",
-        "Cells: mean (sd) over runs of the RMSE against the exact moments (enumeration of 2^28 states).",
+        "and AIS).\n"
+        "Cells: mean (sd) over runs of the RMSE against the exact moments (enumeration of 2^28 states).\n"
         "The paper gives Figure 6 as a plot only (PE and ST best, HMC worst); compare the ranking.",
-        "",
         fenced(format_table(rows)),
-        "",
         "MSE x CT against N (Figure 7): " + ", ".join(f"N={n}: {v:.3g}" for n, v in sorted(mse_ct.items())),
-        "",
         f"Figures: `{fig5.name}` (2-D projection on the two leading principal axes of the exact covariance), "
         f"`{fig6.name}`, `{fig7.name}`.",
-        "",
         _READINGS + " AIS and ST use HMC local moves; CT-HMC's base is N(0, QᵀQ + I); ST and CT-HMC estimates are "
         "importance-weighted.",
     ]
-    return "\n".join(lines)
+    return "\n\n".join(lines)
 
 
 def _plot_projections(panels: dict, proj: np.ndarray, path: Path) -> None:
-    plt = pyplot()
     n = len(panels)
-    fig, axes = plt.subplots(1, n, figsize=(3 * n, 3), squeeze=False)
+    fig, axes = subplots(1, n, figsize=(3 * n, 3), squeeze=False)
     ref = panels["exact"] @ proj
     lo, hi = ref.min(0) - 1, ref.max(0) + 1
     for ax, (name, x) in zip(axes[0], panels.items(), strict=False):
         p = np.asarray(x) @ proj
         ax.scatter(p[:, 0], p[:, 1], s=1, alpha=0.4)
-        ax.set_xlim(lo[0], hi[0])
-        ax.set_ylim(lo[1], hi[1])
-        ax.set_title(name)
+        ax.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), title=name)
     save_figure(fig, path)
 
 
 def _plot_rmse(results: dict, mean, second, path: Path) -> None:
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, axes = subplots(1, 2, figsize=(9, 3.5))
     for j, (ax, title) in enumerate(zip(axes, ("first moment", "second moment"), strict=False)):
         for i, res in enumerate(results.values()):
             r = _rmse(res, mean, second)[j]
             ax.scatter(np.full(r.size, i), r, s=12)
         ax.set_xticks(range(len(results)), list(results), rotation=30)
-        ax.set_yscale("log")
-        ax.set_title(f"RMSE, {title}")
+        ax.set(yscale="log", title=f"RMSE, {title}")
     save_figure(fig, path)
 
 
@@ -607,61 +546,43 @@ def run_challenging(*, out: Path, full: bool, seed: int, progress: bool) -> str:
     """
     out.mkdir(parents=True, exist_ok=True)
     budget = Budget(4, 5000, 5000) if full else Budget(4, 1000, 2000)
-    rows, lines = [], ["# Nemeth et al. (2022) §4.3 and §3.2: challenging targets and the 1-D illustration", ""]
-    traces = {}
+    rows = []
     for i, name in enumerate(("warped-gaussian", "flower")):
         target = make_target(name)
-        for label, run in (
-            ("HMC", lambda s, target=target: run_sampler(target, make_sampler("nuts"), budget, s, progress)),
-            ("PE (N=2)", lambda s, target=target: run_pe(target, 2, budget, s, progress)),
-        ):
-            res = run(seed + 10 * i)
-            traces[(name, label)] = res
-            m1, m2 = res.moments(lambda x: x), res.moments(lambda x: x**2)
-            t1, t2 = target.truth.mean, target.truth.second_moment
-            rows.append(
-                {
-                    "target": name,
-                    "method": label,
-                    "E[x1]": mean_sd_cell(m1[:, 0].mean(), m1[:, 0].std(ddof=1)),
-                    "E[x2]": mean_sd_cell(m1[:, 1].mean(), m1[:, 1].std(ddof=1)),
-                    "E[x1^2]": mean_sd_cell(m2[:, 0].mean(), m2[:, 0].std(ddof=1)),
-                    "E[x2^2]": mean_sd_cell(m2[:, 1].mean(), m2[:, 1].std(ddof=1)),
-                    "truth": ", ".join(f"{v:.3g}" for v in np.concatenate([t1, t2])),
-                    "CT s": res.seconds,
-                }
-            )
-        fig8 = out / f"figure8_{name}.png"
-        _plot_trajectories(target, {k[1]: v.draws[0] for k, v in traces.items() if k[0] == name}, fig8)
-    lines += [
-        f"Budget: {budget.chains} runs x {budget.draws} draws after {budget.warmup} warm-up "
-        "(the paper: 10,000 iterations, half burn-in).",
-        "",
-        fenced(format_table(rows)),
-        "",
-    ]
-    lines += [
-        "Figure 8: `figure8_warped-gaussian.png`, `figure8_flower.png` (first run's trajectory over contours).",
-        "",
-    ]
-    lines.append(_bimodal_figures(out, seed, progress, full))
-    return "\n".join(lines)
+        truth = ", ".join(f"{v:.3g}" for v in np.concatenate([target.truth.mean, target.truth.second_moment]))
+        results = {
+            "HMC": run_sampler(target, make_sampler("nuts"), budget, seed + 10 * i, progress),
+            "PE (N=2)": run_pe(target, 2, budget, seed + 10 * i, progress),
+        }
+        for label, res in results.items():
+            cells = {
+                moment: _runs_cell(est) for moment, est in zip(MOMENT_NAMES, _moment_estimates(res).T, strict=True)
+            }
+            rows.append({"target": name, "method": label, **cells, "truth": truth, "CT s": res.seconds})
+        _plot_trajectories(target, {label: res.draws[0] for label, res in results.items()}, out / f"figure8_{name}.png")
+    return "\n\n".join(
+        [
+            "# Nemeth et al. (2022) §4.3 and §3.2: challenging targets and the 1-D illustration",
+            f"Budget: {budget.chains} runs x {budget.draws} draws after {budget.warmup} warm-up "
+            "(the paper: 10,000 iterations, half burn-in).",
+            fenced(format_table(rows)),
+            "Figure 8: `figure8_warped-gaussian.png`, `figure8_flower.png` (first run's trajectory over contours).",
+            _bimodal_figures(out, seed, progress, full),
+        ]
+    )
 
 
 def _plot_trajectories(target, draws_by_name: dict, path: Path) -> None:
-    plt = pyplot()
     (x0, x1), (y0, y1) = target.bounds
     gx, gy = np.meshgrid(np.linspace(x0, x1, 200), np.linspace(y0, y1, 200))
     logp = np.asarray(
         jax.jit(jax.vmap(target.logdensity_fn))(jnp.stack([gx.ravel(), gy.ravel()], -1)), np.float64
     ).reshape(gx.shape)
-    fig, axes = plt.subplots(1, len(draws_by_name), figsize=(4.5 * len(draws_by_name), 4), squeeze=False)
+    fig, axes = subplots(1, len(draws_by_name), figsize=(4.5 * len(draws_by_name), 4), squeeze=False)
     for ax, (name, d) in zip(axes[0], draws_by_name.items(), strict=False):
         ax.contour(gx, gy, logp, levels=logp.max() - np.array([12.0, 8.0, 5.0, 3.0, 1.0]), colors="0.5", linewidths=0.7)
         ax.plot(d[:1000, 0], d[:1000, 1], "-", lw=0.4, color="tab:red", alpha=0.7)
-        ax.set_title(f"{target.name}: {name}")
-        ax.set_xlim(x0, x1)
-        ax.set_ylim(y0, y1)
+        ax.set(title=f"{target.name}: {name}", xlim=(x0, x1), ylim=(y0, y1))
     save_figure(fig, path)
 
 
@@ -674,11 +595,10 @@ def _bimodal_figures(out: Path, seed: int, progress: bool, full: bool) -> str:
 
     ext = pseudo_extended(target, 2, proposal=log_q)
     draws = 10_000 if full else 4000
-    plain = sample(target, "nuts", num_chains=1, num_warmup=1000, num_draws=draws, seed=seed, progress=progress)
-    trace = sample(ext, "nuts", num_chains=1, num_warmup=1000, num_draws=draws, seed=seed, progress=progress)
+    budget = Budget(1, 1000, draws)
+    plain, trace = budget.sample(target, "nuts", seed, progress), budget.sample(ext, "nuts", seed, progress)
     resampled = resample_extended(trace, ext, jax.random.key(seed))
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, axes = subplots(1, 2, figsize=(9, 3.5))
     xs = np.linspace(-2.5, 2.5, 400)
     dens = np.exp(np.asarray(jax.vmap(target.logdensity_fn)(jnp.asarray(xs[:, None], jnp.float32))))
     axes[0].plot(xs, dens)
@@ -691,7 +611,7 @@ def _bimodal_figures(out: Path, seed: int, progress: bool, full: bool) -> str:
     axes[1].contour(gx, gy, np.exp(logp), levels=12)
     axes[1].set_title("Figure 1 (right): extended target, N = 2")
     save_figure(fig, out / "figure1.png")
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, axes = subplots(1, 2, figsize=(9, 3.5))
     for ax, d, title in (
         (axes[0], plain.draws[0, :, 0], "HMC (NUTS) on the target"),
         (axes[1], resampled.draws[0, :, 0], "PE (N = 2), resampled"),

@@ -50,7 +50,8 @@ import numpy as np
 from gradmc.base import Sampler, Target
 from gradmc.diagnostics.accumulator import Accumulator
 from gradmc.diagnostics.ess import geyer_ess
-from gradmc.experiments.common import at_budget, fenced, format_table, paper_sampler, pyplot, save_figure, spearman
+from gradmc.experiments import common
+from gradmc.experiments.common import at_budget, fenced, format_table, paper_sampler, save_figure, spearman, subplots
 from gradmc.registry import register_experiment
 from gradmc.registry import sampler as make_sampler
 from gradmc.registry import target as make_target
@@ -424,17 +425,15 @@ def _figure(runs: dict[str, TimedRun], metrics: list[tuple[str, str, bool]], tit
     """Errors (mean ± SE across chains) against ``axis`` ("seconds" or "iterations"), and,
     for the time axis, the ESS-per-second box plot (Fig. 2 / 4; Fig. 8 / 9 per iteration).
     """
-    plt = pyplot()
     ncols = len(metrics) + (axis == "seconds")
-    fig, axes = plt.subplots(1, ncols, figsize=(4.2 * ncols, 3.4))
+    fig, axes = subplots(1, ncols, figsize=(4.2 * ncols, 3.4))
     for ax, (key, label, log) in zip(axes, metrics, strict=False):
         for name, r in runs.items():
             e = r.errors[key]
             mean = e.mean(1)
             se = e.std(1, ddof=1) / np.sqrt(e.shape[1])
             ax.errorbar(getattr(r, axis), mean, yerr=se, label=name, marker="o", ms=3, capsize=2)
-        ax.set_xlabel("seconds" if axis == "seconds" else "iterations")
-        ax.set_title(label)
+        ax.set(xlabel=axis, title=label)
         if log:
             ax.set_yscale("log")
     axes[0].legend(fontsize=7)
@@ -511,23 +510,16 @@ def summarise(name: str, runs: dict[str, TimedRun], metrics, steps: dict, paper_
         row["our rank"] = rankings[metrics[0][1]][1][m]
         row["paper rank"] = paper_ranks.get(m, "-")
         rows.append(row)
+    regression = paper_key == "sparse-regression"
     figures = [
-        _figure(
-            runs,
-            metrics,
-            f"{name}: errors vs time (Fig. {'2' if paper_key != 'sparse-regression' else '4'})",
-            out / f"{name}_time.png",
-            "seconds",
-        ),
-        _figure(
-            runs,
-            metrics,
-            f"{name}: errors vs iterations (Fig. {'8' if paper_key != 'sparse-regression' else '9'})",
-            out / f"{name}_iterations.png",
-            "iterations",
-        ),
+        _figure(runs, metrics, f"{name}: errors vs {label} (Fig. {fig})", out / f"{name}_{suffix}.png", axis)
+        for label, fig, suffix, axis in (
+            ("time", "4" if regression else "2", "time", "seconds"),
+            ("iterations", "9" if regression else "8", "iterations", "iterations"),
+        )
     ]
     rho = spearman(rankings[metrics[0][1]][1], paper_ranks)
+    scalars = ("burn_in_steps", "burn_in_seconds", "sampling_seconds", "compile_seconds", "acceptance", "jump")
     record = {
         m: {
             "seconds": r.seconds.tolist(),
@@ -536,12 +528,7 @@ def summarise(name: str, runs: dict[str, TimedRun], metrics, steps: dict, paper_
             "errors_se": {k: (v.std(1, ddof=1) / np.sqrt(v.shape[1])).tolist() for k, v in r.errors.items()},
             "ess": r.ess.tolist(),
             "ess_per_second": r.ess_per_second.tolist(),
-            "burn_in_steps": r.burn_in_steps,
-            "burn_in_seconds": r.burn_in_seconds,
-            "sampling_seconds": r.sampling_seconds,
-            "compile_seconds": r.compile_seconds,
-            "acceptance": r.acceptance,
-            "jump": r.jump,
+            **{k: getattr(r, k) for k in scalars},
         }
         for m, r in runs.items()
     }
@@ -556,40 +543,28 @@ def _summary_text(name: str, summary: Summary, metrics, paper_key: str) -> str:
     """Markdown of one target: table, rankings, Spearman correlation, figures."""
     first = metrics[0][1]
     where = "eq. 21" if paper_key == "poly2" else "§5.1.1" if paper_key == "poly4" else "§5.2.1"
-    return "\n".join(
+    rankings = [[f"ours: {label}", text] for label, (text, _) in summary.rankings.items()]
+    return "\n\n".join(
         [
             f"## {name}",
-            "",
             fenced(format_table(summary.rows)),
-            "",
             "Final errors are mean ± standard error across chains; `our rank` orders the final "
             f"{first} (ties within 2 standard errors of the difference).",
-            "",
-            "| ranking by | order |",
-            "|---|---|",
-            *[f"| ours: {label} | {text} |" for label, (text, _) in summary.rankings.items()],
-            f"| paper ({where}) | {summary.paper[0]} |",
-            "",
+            common.markdown_table(["ranking by", "order"], [*rankings, [f"paper ({where})", summary.paper[0]]]),
             f"Spearman rank correlation of our {first} ranks with the paper's: "
             + ("undefined (ours are all tied)." if np.isnan(summary.spearman) else f"{summary.spearman:.2f}."),
-            "",
-            *[f"![{f.stem}]({f.name})" for f in summary.figures],
-            "",
+            "\n".join(f"![{f.stem}]({f.name})" for f in summary.figures),
         ]
     )
 
 
 def _budget_text(budget: TimedBudget, full: TimedBudget) -> str:
     scale = full.seconds / budget.seconds
+    scaled = f"; the paper's {full.seconds:g} s scaled by 1/{scale:.3g} (`--full` for the paper's budget)"
     return (
         f"Budget: {budget.seconds:g} s of wall-clock per sampler (burn-in {budget.burn_in:.0%}, compilation excluded), "
         f"{budget.num_chains} chains, errors at about {budget.records} points after the burn-in"
-        + (
-            ""
-            if scale == 1
-            else f"; the paper's {full.seconds:g} s scaled by 1/{scale:.3g} (`--full` for the paper's budget)"
-        )
-        + f". Device: {jax.devices()[0].platform}."
+        f"{'' if scale == 1 else scaled}. Device: {jax.devices()[0].platform}."
     )
 
 
@@ -658,12 +633,7 @@ def run_ordinal(
 ) -> str:
     """The report of :func:`ordinal_experiment` (same parameters) as Markdown."""
     summaries = ordinal_experiment(out=out, budget=budget, seed=seed, targets=targets, samplers=samplers)
-    text = [
-        "# Rhodes & Gutmann 2022, §5.1: 20-D ordinal mixtures of polynomials",
-        "",
-        _budget_text(budget, ORDINAL_FULL),
-        "",
-    ]
+    text = ["# Rhodes & Gutmann 2022, §5.1: 20-D ordinal mixtures of polynomials", _budget_text(budget, ORDINAL_FULL)]
     text += [_summary_text(name, summary, ORDINAL_METRICS, name) for name, summary in summaries.items()]
     text.append(
         "Protocol: equal wall-clock per sampler (the `seconds` column: burn-in + sampling; a shared machine's "
@@ -672,7 +642,7 @@ def run_ordinal(
         "ESS of ‖s − s_random‖₁ (Geyer initial positive sequence) per chain over the post-burn-in history, "
         "divided by the post-burn-in seconds. The paper's ranking is read from Fig. 2 and §5.1.1."
     )
-    return "\n".join(text)
+    return "\n\n".join(text)
 
 
 # --------------------------------------------------------------------------- §5.2 sparse regression
@@ -719,12 +689,10 @@ def sparse_regression_experiment(
 def run_sparse_regression(*, out: Path, budget: TimedBudget = REGRESSION_BUDGET, seed: int = 0, samplers=None) -> str:
     """The report of :func:`sparse_regression_experiment` (same parameters) as Markdown."""
     summary = sparse_regression_experiment(out=out, budget=budget, seed=seed, samplers=samplers)
-    return "\n".join(
+    return "\n\n".join(
         [
             "# Rhodes & Gutmann 2022, §5.2: 100-D sparse Bayesian linear regression",
-            "",
             _budget_text(budget, REGRESSION_FULL),
-            "",
             _summary_text("sparse-regression", summary, REGRESSION_METRICS, "sparse-regression"),
             "NCG uses ε = 0.3 as in the authors' code; Table 4 prints 0.03. Errors against the exact uni- and "
             "bivariate marginals (enumeration of the 2^20 states of the real dimensions; the 80 extra dimensions are "

@@ -20,8 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from gradmc.experiments.common import fenced, format_table, mean_sd_cell, pyplot, save_figure, seeds_cell
-from gradmc.experiments.rhodes_learning import CODINGS, errors, l1_penalty, method_kernel, symmetric
+from gradmc.experiments.common import fenced, format_table, mean_sd_cell, save_figure, seeds_cell, subplots
+from gradmc.experiments.rhodes_learning import CODINGS, adam_l1_learner, errors, method_kernel, symmetric
 from gradmc.learn import pcd
 from gradmc.registry import register_experiment
 
@@ -48,13 +48,7 @@ PUBLISHED_TABLE2 = {
     "Gibbs": [(3.121, 0.146), (2.270, 0.067), (1.637, 0.007), (1.204, 0.008)],
 }
 
-EBM_K_GRIDS = {
-    "NCG": [5, 10, 15, 20],
-    "AVG": [5, 10, 15, 20],
-    "PAVG": [5, 10, 15, 20],
-    "GWG": [5, 10, 15, 20],
-    "Gibbs": [8, 16, 24, 32],
-}
+EBM_K_GRIDS = {**{m: [5, 10, 15, 20] for m in ("NCG", "AVG", "PAVG", "GWG")}, "Gibbs": [8, 16, 24, 32]}
 EBM_STEP_SIZES = {"NCG": 0.2, "AVG": 0.1, "PAVG": 0.1}  # Table 4, {0, 1} quantities like Table 1's (CODINGS)
 EBM_CODING = CODINGS["binary"]  # the digits are binary images x; the model sees s = 2x − 1
 
@@ -182,12 +176,8 @@ def ebm_ground_truth(b: dict, seed: int, progress: bool):
 
         return jax.lax.scan(one, states, jax.random.split(key, b["data_steps"]))[0].position
 
-    chunks = [
-        advance(k, chunk)
-        for k, chunk in zip(
-            jax.random.split(jax.random.key(seed + 2), 20), np.array_split(res.buffer, 20), strict=False
-        )
-    ]
+    keys = jax.random.split(jax.random.key(seed + 2), 20)
+    chunks = [advance(k, chunk) for k, chunk in zip(keys, np.array_split(res.buffer, 20), strict=False)]
     return truth, np.concatenate([np.asarray(c) for c in chunks]), digits, res.seconds, res.history[-1]
 
 
@@ -229,16 +219,7 @@ def learn_ebm_J(method: str, K: int, data, truth, b: dict, seed: int, progress: 
         return s @ symmetric(G) @ s + bias @ s + net(s)
 
     kernel = method_kernel(method, EBM_STEP_SIZES.get(method), data)
-    learner = pcd.PCD(
-        EBM_CODING.model(logdensity),
-        _ebm_space(),
-        kernel,
-        K,
-        batch_size=50,
-        buffer_size=b["buffer"],
-        optimizer=optax.adam(b["lr"], eps=1e-7),
-        regulariser=l1_penalty(0.01),
-    )
+    learner = adam_l1_learner(EBM_CODING.model(logdensity), _ebm_space(), kernel, K, 50, b["buffer"], b["lr"], 0.01)
     # a stream of its own: key(seed) is also the ground truth's, whose initial J would be G0
     key_params, key_run = jax.random.split(jax.random.fold_in(jax.random.key(seed), 1))
     G0 = 0.01 * jax.random.normal(key_params, (b["seeds"],) + J_star.shape)
@@ -334,14 +315,9 @@ def ebm_experiment(*, full: bool, seed: int, progress: bool, budget: dict | None
             buf = buffers[0]
             sub = rng.choice(len(buf), min(1000, len(buf)), replace=False)
             ref = rng.choice(len(data), min(1000, len(data)), replace=False)
-            points.append(
-                (
-                    float(errs["frobenius"].mean()),
-                    mmd(buf[sub], data[ref]),
-                    float(np.mean(np.abs(buf.mean(0) - data_mean))),
-                    float(np.linalg.norm(np.cov(buf, rowvar=False) - data_cov)),
-                )
-            )
+            marginal_error = float(np.mean(np.abs(buf.mean(0) - data_mean)))
+            cov_error = float(np.linalg.norm(np.cov(buf, rowvar=False) - data_cov))
+            points.append((float(errs["frobenius"].mean()), mmd(buf[sub], data[ref]), marginal_error, cov_error))
             samples[(method, K)] = buf[:8]
         rows += [row, paper]
         frobenius_rows.append(frobenius_row)
@@ -371,16 +347,13 @@ def ebm_experiment(*, full: bool, seed: int, progress: bool, budget: dict | None
 
 def _figures(r: EBMResult, out: Path) -> None:
     """Figure 13 (parameter error against MMD, marginal and covariance error) and Figure 15 (samples)."""
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    fig, axes = subplots(1, 3, figsize=(11, 3.2))
     for ax, m, name, r2 in zip(axes, (1, 2, 3), ("MMD", "marginal error", "covariance error"), r.r2, strict=False):
         ax.scatter(r.points[:, 0], r.points[:, m])
-        ax.set_xlabel("parameter error ‖J − J*‖_F")
-        ax.set_ylabel(name)
-        ax.set_title(f"R² = {r2:.3f}")
+        ax.set(xlabel="parameter error ‖J − J*‖_F", ylabel=name, title=f"R² = {r2:.3f}")
     save_figure(fig, out / "figure13.png")
     keys = list(r.samples)
-    fig, axes = plt.subplots(len(keys) + 2, 8, figsize=(8, 1.05 * (len(keys) + 2)))
+    fig, axes = subplots(len(keys) + 2, 8, figsize=(8, 1.05 * (len(keys) + 2)))
     panels = [("digits16", r.digits), ("ground-truth EBM", r.data)] + [
         (f"{m} K={k}", r.samples[(m, k)]) for m, k in keys
     ]
@@ -419,10 +392,9 @@ def run_ebm(*, out: Path, full: bool, seed: int, progress: bool, budget: dict | 
         "early progress with each other, not with the published errors"
     )
     gt = r.ground_truth
-    return "\n".join(
+    return "\n\n".join(
         [
             "# Rhodes & Gutmann (2022) §5.4, Table 2: convolutional EBM on digits16",
-            "",
             "Model sᵀJs + bᵀs + net(s) as in the authors' code (§5.4 writes ½sᵀJs; docs/experiments.md: the code "
             "produced the published numbers), net the 7-layer SiLU CNN of App. O (Equinox) with a linear 128→1 "
             "read-out; data `digits16` (5000 16x16 binarised digits; the paper used USPS). Ground truth by PCD "
@@ -432,7 +404,6 @@ def run_ebm(*, out: Path, full: bool, seed: int, progress: bool, budget: dict | 
             "AVG 0.1, PAVG 0.1 are {0, 1} quantities (on spins the same proposals need 4ε) and PAVG (model-agnostic) "
             "is preconditioned by the covariance of the {0, 1} data set; GWG and Gibbs are the same samplers "
             f"in either coding. Budget: {scale}. Columns are AVG's K; Gibbs uses [8, 16, 24, 32].",
-            "",
             "Ground truth at the end of its fit: contrastive loss mean f(negatives) − mean f(data) = "
             f"{float(gt['loss']):.3g}, GWG acceptance {float(np.mean(gt['acceptance'])):.2f}; mean pixel of the "
             f"data set drawn from it {r.data_mean_pixel:.3f} (digits16: {r.digits_mean_pixel:.3f}); a loss of "
@@ -441,30 +412,21 @@ def run_ebm(*, out: Path, full: bool, seed: int, progress: bool, budget: dict | 
             "from the data's marginals (b at their log-odds, buffers drawn from them), as Grathwohl et al.'s "
             "EBM code starts its chains; from b = 0 and uniform buffers the quick fit's energies run away "
             "within 100 updates.",
-            "",
             "## ‖J − J*‖_F/√d (d = 256; the scale Table 1's published cells match, see rhodes2022-ising), mean "
             "(sd) over seeds",
-            "",
             fenced(format_table(r.rows)),
-            "",
             "At the start of re-estimation (J = (G0 + G0ᵀ)/2, G0 ~ 0.01·N(0, 1)) this error is "
             f"{min(r.starts):.3f}–{max(r.starts):.3f}.",
-            "",
             "## ‖J − J*‖_F, mean (sd) over seeds",
-            "",
             fenced(format_table(r.frobenius_rows)),
-            "",
             "Acceptance rate of the last PCD update (mean over chains and K steps; Gibbs and GWG included):",
-            "",
             fenced(format_table(r.accept_rows)),
-            "",
             f"Figure 13 (`figure13.png`): R² of parameter error against MMD (exp-Hamming) {r.r2[0]:.3f}, "
             f"marginal error {r.r2[1]:.3f}, covariance error {r.r2[2]:.3f} over {len(r.points)} cells "
             f"(paper 0.715, 0.698, 0.953 over 20); samples compared: {min(1000, b['buffer'])} of each method's final "
             f"buffer (seed 0) against {min(1000, b['buffer'])} of the ground-truth data set, both in {{0, 1}} "
             "(marginal and covariance errors are half and a quarter of their spin values). Figure 15 "
             "(`figure15.png`): buffer samples.",
-            "",
             f"Wall time {r.seconds:.0f} s (ground truth {r.ground_truth_seconds:.0f} s; {len(r.cell_seconds)} "
             f"re-estimation cells {sum(r.cell_seconds):.0f} s, compilation included).",
         ]

@@ -58,6 +58,7 @@ __all__ = [
     "method_kernel",
     "ising_kernel",
     "ising_learner",
+    "adam_l1_learner",
     "learn_ising",
 ]
 
@@ -348,9 +349,29 @@ def ising_learner(
         "binary" (the authors' code) or "spin" (see :data:`CODINGS`).
     """
     chosen = get_coding(coding)
+    return adam_l1_learner(
+        chosen.model(ising_logdensity), chosen.space(d), kernel, num_steps, batch_size, buffer_size, lr, l1
+    )
+
+
+def adam_l1_learner(model, space, kernel, num_steps: int, batch_size: int, buffer_size: int, lr: float, l1: float):
+    """PCD with Adam(``lr``, eps 1e-7) and the L1 penalty :func:`l1_penalty` (none when ``l1`` is 0):
+    the learner of Tables 1 and 2 (App. M).
+
+    Parameters
+    ----------
+    model, space, kernel, num_steps
+        As :class:`gradmc.learn.pcd.PCD`.
+    batch_size, buffer_size : int
+        Minibatch and persistent buffer sizes.
+    lr : float
+        Adam's learning rate.
+    l1 : float
+        Weight of the L1 penalty.
+    """
     return pcd.PCD(
-        chosen.model(ising_logdensity),
-        chosen.space(d),
+        model,
+        space,
         kernel,
         num_steps,
         batch_size=batch_size,

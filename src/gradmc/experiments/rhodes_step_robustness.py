@@ -8,11 +8,12 @@ GWG's error as a reference line. Settings as ``rhodes2022-ising``
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from gradmc.experiments.common import fenced, format_table, pyplot, save_figure
+from gradmc.experiments.common import fenced, format_table, save_figure, subplots
 from gradmc.experiments.rhodes_learning import AVG_K, K_GRIDS, STEP_SIZES, ising_budget, ising_data, learn_ising
 from gradmc.registry import register_experiment
 
@@ -50,32 +51,16 @@ def step_robustness_experiment(
     b = budget or ising_budget(full)
     J_star, data, _, _ = ising_data(10, 0.2, b["num_data"], b["data_steps"], seed)
     column = AVG_K.index(10)
-    gwg = learn_ising(
-        "GWG",
-        K_GRIDS["GWG"][column],
-        data,
-        J_star,
-        seeds=b["seeds"],
-        num_updates=b["num_updates"],
-        seed=seed + 7,
-        progress=progress,
-    )[0]["frobenius"]
+    learn = partial(
+        learn_ising, data=data, J_star=J_star, seeds=b["seeds"], num_updates=b["num_updates"], progress=progress
+    )
+    gwg = learn("GWG", K_GRIDS["GWG"][column], seed=seed + 7)[0]["frobenius"]
     rows, curves = [], {}
     for i, method in enumerate(METHODS):
         K = K_GRIDS[method][column]
         mean_error = {}
         for j, m in enumerate(multipliers):
-            e = learn_ising(
-                method,
-                K,
-                data,
-                J_star,
-                seeds=b["seeds"],
-                num_updates=b["num_updates"],
-                seed=seed + 100 * i + j,
-                progress=progress,
-                step_scale=m,
-            )[0]
+            e = learn(method, K, seed=seed + 100 * i + j, step_scale=m)[0]
             mean_error[m] = float(np.mean(e["frobenius"]))
         base = mean_error[1.0]
         curves[method] = ({m: mean_error[m] / base for m in multipliers}, float(np.mean(gwg)) / base)
@@ -91,15 +76,11 @@ def step_robustness_experiment(
 
 
 def _figure(curves: dict, path: Path) -> Path:
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    fig, axes = subplots(1, 3, figsize=(11, 3.2))
     for ax, (method, (rel, gwg_rel)) in zip(axes, curves.items(), strict=False):
         ax.plot(list(rel), list(rel.values()), "o-", label=method)
         ax.axhline(gwg_rel, ls="--", color="k", label="GWG")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("relative step size")
-        ax.set_ylabel("relative error")
+        ax.set(xscale="log", yscale="log", xlabel="relative step size", ylabel="relative error")
         ax.legend()
     fig.suptitle("Effect of step size on estimation error (Figure 7)")
     return save_figure(fig, path)
@@ -121,17 +102,14 @@ def run_step_robustness(
     result = step_robustness_experiment(full=full, seed=seed, progress=progress, budget=budget, multipliers=multipliers)
     b = result["budget"]
     _figure(result["curves"], out / "figure7.png")
-    return "\n".join(
+    return "\n\n".join(
         [
             "# Rhodes & Gutmann (2022) App. H.1, Figure 7: step-size robustness of PCD on the Ising lattice",
-            "",
             f"Error ‖J − J*‖_F (the Table 1 metric; mean over {b['seeds']} seeds, {b['num_updates']} updates) "
             "with the step size multiplied by the column factor, divided by the error at factor 1; settings as "
             "rhodes2022-ising. Paper: NCG and PAVG within ~15% of the original error for factors 0.3-10 and "
             "below GWG's error.",
-            "",
             fenced(format_table(result["rows"])),
-            "",
             "Figure: `figure7.png`.",
         ]
     )

@@ -16,7 +16,7 @@ import numpy as np
 
 from gradmc import registry
 from gradmc.discrete import proposals
-from gradmc.experiments.common import fenced, format_table, pyplot, save_figure
+from gradmc.experiments.common import fenced, format_table, save_figure, subplots
 from gradmc.registry import register_experiment
 from gradmc.run import loop
 from gradmc.spaces import Spin
@@ -46,12 +46,9 @@ def grid_bonds(shape) -> np.ndarray:
     """
     rows, cols = shape
     index = np.arange(rows * cols).reshape(rows, cols)
-    return np.concatenate(
-        [
-            np.stack([index[:, :-1].ravel(), index[:, 1:].ravel()], 1),
-            np.stack([index[:-1, :].ravel(), index[1:, :].ravel()], 1),
-        ]
-    )
+    horizontal = np.stack([index[:, :-1].ravel(), index[:, 1:].ravel()], 1)
+    vertical = np.stack([index[:-1, :].ravel(), index[1:, :].ravel()], 1)
+    return np.concatenate([horizontal, vertical])
 
 
 def denoising_logdensity(noisy, coupling: float = 4.0, sigma: float = 1.0):
@@ -253,30 +250,22 @@ def denoise(
     samplers = samplers or DENOISING_SAMPLERS
     means, errors = {}, {"noisy (sign of y)": float(np.mean(start != clean.ravel()))}
     for i, (label, eps) in enumerate(samplers.items()):
-        gibbs_like = label.startswith("Gibbs")
-        steps = sweeps if gibbs_like else gradient_steps
+        steps = sweeps if label.startswith("Gibbs") else gradient_steps
+        key = jax.random.fold_in(key_run, i)
         mean = posterior_mean(
-            logdensity,
-            d,
-            label,
-            num_steps=steps,
-            burn_in=steps // 2,
-            key=jax.random.fold_in(key_run, i),
-            start=start,
-            step_size=eps,
+            logdensity, d, label, num_steps=steps, burn_in=steps // 2, key=key, start=start, step_size=eps
         )
         means[label] = mean.reshape(clean.shape)
         errors[label] = float(np.mean(np.where(mean >= 0, 1.0, -1.0) != clean.ravel()))
     figure = None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        plt = pyplot()
         panels = {
             "original": clean,
             f"noisy (σ={sigma:g})": noisy,
             **{f"{k}\nposterior mean": v for k, v in means.items()},
         }
-        fig, axes = plt.subplots(1, len(panels), figsize=(2.3 * len(panels), 2.6))
+        fig, axes = subplots(1, len(panels), figsize=(2.3 * len(panels), 2.6))
         for ax, (title, img) in zip(axes, panels.items(), strict=False):
             ax.imshow(img, cmap="gray", vmin=-1, vmax=1)
             ax.set_title(title, fontsize=8)
@@ -306,28 +295,23 @@ def run_denoising(*, out: Path, full: bool, seed: int, progress: bool, image=Non
 
     out.mkdir(parents=True, exist_ok=True)
     images = [None] + [p for p in (image or os.environ.get("GRADMC_DENOISE_IMAGE"),) if p]
-    lines = [
+    blocks = [
         "# Textbook Example 5.9: Ising image denoising",
-        "",
         "y = x + σ ε with σ = 1; Ising prior p(x_ij | x_−ij) ∝ exp(J x_ij W_ij), J = 4, free boundary. "
         f"Gibbs: {30 if full else 10} systematic sweeps from sign(y) (the textbook: 10), posterior mean over the "
         "second half. With J = 4 the posterior is stiff: ε ∈ {0.01, …, 3} were tried; NCG works from ε ≈ 0.3 "
         "(best 1.0), AVG (ε in the same range) rejected every proposal. "
         f"ours: NCG (ε = 1), AVG (ε = 1), GWG, {1000 if full else 300} steps each, same start and averaging. "
         "Cells: fraction of pixels whose posterior-mean sign differs from the original.",
-        "",
     ]
     for img in images:
         res = denoise(img, out=out, seed=seed, sweeps=30 if full else 10, gradient_steps=1000 if full else 300)
-        lines += [
+        blocks += [
             f"## {'built-in image' if img is None else img} ({res['clean'].shape[0]}x{res['clean'].shape[1]})",
-            "",
             fenced(format_table([{"method": k, "pixel error": v} for k, v in res["errors"].items()])),
-            "",
             f"Figure: `{res['figure'].name}` (original, noisy, posterior means).",
-            "",
         ]
-    return "\n".join(lines)
+    return "\n\n".join(blocks)
 
 
 register_experiment(

@@ -50,13 +50,12 @@ from gradmc.experiments.common import (
     fenced,
     format_table,
     mean_sd_cell,
-    pyplot,
     save_figure,
+    subplots,
 )
 from gradmc.registry import register_experiment
 from gradmc.registry import sampler as make_sampler
 from gradmc.registry import target as make_target
-from gradmc.run import sample
 
 __all__ = [
     "Budget",
@@ -78,15 +77,7 @@ __all__ = [
     "run_figure1",
 ]
 
-TARGETS = (
-    "neal-100",
-    "logistic-australian",
-    "logistic-german",
-    "logistic-heart",
-    "logistic-pima",
-    "logistic-ripley",
-    "logistic-caravan",
-)
+TARGETS = ("neal-100", *(f"logistic-{name}" for name in ("australian", "german", "heart", "pima", "ripley", "caravan")))
 #: The table's methods in the paper's order; "HMC" is the best of HMC-5/10/20.
 METHODS = ("gadMALAf", "gadMALAe", "gadRWM", "AM", "RWM", "MALA", "HMC", "NUTS")
 HMC_STEPS = (5, 10, 20)
@@ -204,13 +195,9 @@ def method_samplers(dim: int) -> dict[str, tuple[str, object]]:
         "RWM": ("plain", make_sampler("rwm", adapt="robbins_monro", target_accept=0.25, step_size=math.sqrt(delta0))),
         "MALA": ("plain", make_sampler("mala", adapt="robbins_monro", target_accept=0.54, step_size=delta0 / 2)),
     }
+    hmc = dict(adapt="robbins_monro", target_accept=0.7, step_size=delta0)
     for steps in HMC_STEPS:
-        methods[f"HMC-{steps}"] = (
-            "hmc",
-            make_sampler(
-                "hmc", num_integration_steps=steps, adapt="robbins_monro", target_accept=0.7, step_size=delta0
-            ),
-        )
+        methods[f"HMC-{steps}"] = ("hmc", make_sampler("hmc", num_integration_steps=steps, **hmc))
     methods["NUTS"] = ("nuts", make_sampler("nuts"))
     return methods
 
@@ -308,18 +295,13 @@ def run_method(
         One call per repeat, each timed on its own.
     """
     if sequential:
-        traces = [
-            sample(target, sampler, num_chains=1, num_warmup=warmup, num_draws=draws, seed=seed + r, progress=progress)
-            for r in range(repeats)
-        ]
+        traces = [common.Budget(1, warmup, draws).sample(target, sampler, seed + r, progress) for r in range(repeats)]
         seconds = np.array([t.timing["warmup_s"] + t.timing["sampling_s"] for t in traces])
         chains = [(t.draws[0], t.stats["acceptance_rate"][0]) for t in traces]
         evals = np.concatenate([_evaluations(t, warmup + draws) for t in traces])
         params = traces[0].params
     else:
-        trace = sample(
-            target, sampler, num_chains=repeats, num_warmup=warmup, num_draws=draws, seed=seed, progress=progress
-        )
+        trace = common.Budget(repeats, warmup, draws).sample(target, sampler, seed, progress)
         seconds = np.full(repeats, (trace.timing["warmup_s"] + trace.timing["sampling_s"]) / repeats)
         chains = [(trace.draws[r], trace.stats["acceptance_rate"][r]) for r in range(repeats)]
         evals = _evaluations(trace, warmup + draws)
@@ -350,16 +332,9 @@ def run_target(
     results = {}
     for i, (label, (kind, sampler)) in enumerate(method_samplers(target.dim).items()):
         warmup, draws = budget.iterations(kind)
+        run_seed = seed + 1000 * i
         results[label] = run_method(
-            target,
-            label,
-            sampler,
-            warmup,
-            draws,
-            budget.repeats,
-            seed + 1000 * i,
-            progress=progress,
-            sequential=sequential,
+            target, label, sampler, warmup, draws, budget.repeats, run_seed, progress=progress, sequential=sequential
         )
     return results
 
@@ -402,59 +377,50 @@ def _fmt_ess(e) -> str:
     return "(" + ", ".join(f"{v:.1f}" for v in e) + ")"
 
 
+PAPER_COLUMNS = ("paper", "paper time s", "paper accept", "paper ESS", "paper min ESS/s (sd)", "paper rank")
+
+
 def _table_rows(target_name: str, rows: dict[str, MethodResult]) -> list[dict]:
     published = PUBLISHED.get(target_name, {})
     ranks = descending_ranks([np.mean(r.min_ess_per_s) for r in rows.values()])
     paper_ranks = descending_ranks([published[m].min_ess_per_s for m in rows]) if published else [None] * len(rows)
     out = []
     for (method, res), rank, prank in zip(rows.items(), ranks, paper_ranks, strict=False):
+        sd = np.std(res.min_ess_per_s, ddof=1) if res.seconds.size > 1 else 0
         row = {
             "method": res.label,
             "time s": float(np.mean(res.seconds)),
             "accept": float(np.mean(res.accept)),
             "ESS (min, med, max)": _fmt_ess(res.ess.mean(axis=0)),
-            "min ESS/s (sd)": mean_sd_cell(
-                np.mean(res.min_ess_per_s),
-                np.std(res.min_ess_per_s, ddof=1) if res.seconds.size > 1 else 0,
-                ".3g",
-                ".2g",
-            ),
+            "min ESS/s (sd)": mean_sd_cell(np.mean(res.min_ess_per_s), sd, ".3g", ".2g"),
             "min ESS/1k evals": float(np.mean(res.min_ess_per_1k_evals)),
             "rank": f"{rank:g}",
             "mean err": float(np.mean(res.mean_err)),
             "sd err": float(np.mean(res.sd_err)),
         }
         p = published.get(method)
-        row.update(
-            {
-                "paper": p.label if p else "n/a",
-                "paper time s": p.time_s if p else "n/a",
-                "paper accept": p.accept if p else "n/a",
-                "paper ESS": _fmt_ess(p.ess) if p else "n/a",
-                "paper min ESS/s (sd)": mean_sd_cell(p.min_ess_per_s, p.min_ess_per_s_sd, ".2f") if p else "n/a",
-                "paper rank": f"{prank:g}" if p else "n/a",
-            }
-        )
-        out.append(row)
+        paper = ["n/a"] * 6
+        if p:
+            paper = [
+                p.label,
+                p.time_s,
+                p.accept,
+                _fmt_ess(p.ess),
+                mean_sd_cell(p.min_ess_per_s, p.min_ess_per_s_sd, ".2f"),
+            ]
+            paper.append(f"{prank:g}")
+        out.append(row | dict(zip(PAPER_COLUMNS, paper, strict=True)))
     return out
 
 
 def _plot_min_ess(summary: dict[str, dict[str, float]], path: Path) -> None:
-    plt = pyplot()
-    names = list(summary)
-    fig, axes = plt.subplots(1, len(names), figsize=(2.6 * len(names), 3.2), squeeze=False, sharey=False)
+    names, x = list(summary), range(len(METHODS))
+    fig, axes = subplots(1, len(names), figsize=(2.6 * len(names), 3.2), squeeze=False, sharey=False)
     for ax, name in zip(axes[0], names, strict=False):
-        values = [summary[name][m] for m in METHODS]
-        ax.bar(range(len(METHODS)), values, color="tab:blue", label="ours")
+        ax.bar(x, [summary[name][m] for m in METHODS], color="tab:blue", label="ours")
         if name in PUBLISHED:
-            ax.scatter(
-                range(len(METHODS)),
-                [PUBLISHED[name][m].min_ess_per_s for m in METHODS],
-                color="k",
-                marker="x",
-                label="paper",
-                zorder=3,
-            )
+            paper = [PUBLISHED[name][m].min_ess_per_s for m in METHODS]
+            ax.scatter(x, paper, color="k", marker="x", label="paper", zorder=3)
             ax.legend(fontsize=7)
         ax.set_yscale("log")
         ax.set_xticks(range(len(METHODS)), METHODS, rotation=70, fontsize=7)
@@ -509,17 +475,8 @@ def table_experiment(
         results[name] = run_target(name, budget, seed + 100_000 * t, progress=progress, sequential=sequential)
         methods = table_methods(results[name])
         summary[name] = {m: float(np.mean(r.min_ess_per_s)) for m, r in methods.items()}
-        record[name] = {
-            label: {
-                "seconds": r.seconds.tolist(),
-                "accept": r.accept.tolist(),
-                "ess": r.ess.tolist(),
-                "evals": r.evals.tolist(),
-                "mean_err": r.mean_err.tolist(),
-                "sd_err": r.sd_err.tolist(),
-            }
-            for label, r in results[name].items()
-        }
+        fields = ("seconds", "accept", "ess", "evals", "mean_err", "sd_err")
+        record[name] = {label: {k: getattr(r, k).tolist() for k in fields} for label, r in results[name].items()}
         rows[name] = _table_rows(name, methods)
         if name in PUBLISHED:
             agreements[name] = rank_agreement(summary[name], {m: p.min_ess_per_s for m, p in PUBLISHED[name].items()})
@@ -536,9 +493,8 @@ def run_table(
 ) -> str:
     """The report of :func:`table_experiment` (same parameters) as Markdown."""
     r = table_experiment(out=out, budget=budget, seed=seed, progress=progress, targets=targets, sequential=sequential)
-    lines = [
+    blocks = [
         "# Titsias & Dellaportas (2019): Table 1 and the supplement's logistic regressions",
-        "",
         f"Budget: {budget.repeats} repeats; gad*/AM/RWM/MALA {budget.warmup:,} warm-up (adaptation) + "
         f"{budget.draws:,} kept; HMC-5/10/20 {budget.hmc_warmup:,} + {budget.hmc_draws:,}; NUTS "
         f"{budget.nuts_warmup:,} + {budget.nuts_draws:,}"
@@ -546,8 +502,8 @@ def run_table(
             " (the paper's)."
             if budget == FULL_BUDGET
             else " (the paper: 20,000 + 20,000, NUTS 500 + 20,000, 10 repeats)."
-        ),
-        "Columns: time = warm-up + sampling seconds of one repeat; accept = mean acceptance probability of the "
+        )
+        + "\nColumns: time = warm-up + sampling seconds of one repeat; accept = mean acceptance probability of the "
         "kept draws (NUTS: BlackJAX's mean over the trajectory); "
         "ESS = bulk ESS (min, median, max over coordinates), mean over repeats; min ESS/s = mean (sd) over repeats; "
         "min ESS/1k evals = min ESS per 1,000 evaluations of log pi or its gradient, warm-up included (machine- "
@@ -555,50 +511,38 @@ def run_table(
         "(1 = best); mean err = max_i |mean_i - ref_i| / ref_sd_i, sd err = max_i |sd_i / ref_sd_i - 1| "
         "(reference: exact for Neal, the stored NUTS reference for logistic regression); `paper` columns = the "
         "published Table 1.",
-        "",
     ]
     for name in targets:
         results, summary = r.results[name], r.summary[name]
         hmc_line = ", ".join(f"HMC-{s} {np.mean(results[f'HMC-{s}'].min_ess_per_s):.3g}" for s in HMC_STEPS)
-        lines += [
+        blocks += [
             f"## {name} (d = {make_target(name).dim})",
-            "",
             fenced(format_table(r.rows[name])),
-            "",
             f"min ESS/s of the three HMC runs: {hmc_line}.",
-            "",
         ]
         if name in r.agreements:
             agreement = r.agreements[name]
             ours_ratio = summary["gadMALAf"] / summary["NUTS"]
             paper_ratio = PUBLISHED[name]["gadMALAf"].min_ess_per_s / PUBLISHED[name]["NUTS"].min_ess_per_s
-            lines += [
+            blocks.append(
                 f"Rank agreement with the paper: Spearman rho = {agreement['spearman']:.2f} over "
                 f"{len(agreement['methods'])} methods; same best method: {'yes' if agreement['same_best'] else 'no'}. "
-                f"gadMALAf / NUTS min ESS/s: ours {ours_ratio:.2f}x, paper {paper_ratio:.2f}x.",
-                "",
-            ]
-    overview = [{"data set": n, **{m: v for m, v in s.items()}} for n, s in r.summary.items()]
-    lines += [
-        "## min ESS/s of every method on every data set (mean over repeats)",
-        "",
-        fenced(format_table(overview)),
-        "",
-    ]
+                f"gadMALAf / NUTS min ESS/s: ours {ours_ratio:.2f}x, paper {paper_ratio:.2f}x."
+            )
+    overview = [{"data set": n, **s} for n, s in r.summary.items()]
+    blocks += ["## min ESS/s of every method on every data set (mean over repeats)", fenced(format_table(overview))]
     if r.agreements:
-        lines += [
+        blocks.append(
             "Ranking agreement (ours vs published min ESS/s): "
             + "; ".join(f"{n}: Spearman {a['spearman']:.2f}" for n, a in r.agreements.items())
-            + ".",
-            "",
-        ]
-    lines += [
+            + "."
+        )
+    blocks += [
         f"Figure: `{r.figure.name}` (min ESS/s, log scale; crosses = the paper). Raw per-repeat numbers: "
         "`titsias2019.json`.",
-        "",
         _READINGS,
     ]
-    return "\n".join(lines)
+    return "\n\n".join(blocks)
 
 
 _READINGS = (
@@ -676,15 +620,8 @@ def figure1_experiment(
     runs_2d = [(0.25, learning_rate, 7.4), (0.4, learning_rate, 2.2)]
     runs_2d += [] if paper_rwm_rate is None else [(0.25, paper_rwm_rate, 7.4)]
     for i, (alpha, eta, paper_beta) in enumerate(runs_2d):
-        trace = sample(
-            target2,
-            make_sampler("gadrwm", target_accept=alpha, learning_rate=eta),
-            num_chains=1,
-            num_warmup=iters_2d,
-            num_draws=draws,
-            seed=seed + i,
-            progress=progress,
-        )
+        gadrwm = make_sampler("gadrwm", target_accept=alpha, learning_rate=eta)
+        trace = common.Budget(1, iters_2d, draws).sample(target2, gadrwm, seed + i, progress)
         L = np.asarray(trace.params["L"][0], np.float64)
         cov = L @ L.T
         beta = float(np.asarray(trace.params["beta"][0]))
@@ -705,15 +642,8 @@ def figure1_experiment(
 
     target51 = make_target("gp-51")
     exact51 = np.asarray(target51.truth.cov)
-    trace = sample(
-        target51,
-        make_sampler("gadmala-f", learning_rate=learning_rate),
-        num_chains=1,
-        num_warmup=iters_51,
-        num_draws=draws,
-        seed=seed + 10,
-        progress=progress,
-    )
+    gadmala = make_sampler("gadmala-f", learning_rate=learning_rate)
+    trace = common.Budget(1, iters_51, draws).sample(target51, gadmala, seed + 10, progress)
     L51 = np.asarray(trace.params["L"][0], np.float64)
     cov51 = L51 @ L51.T
     c51, err51 = _scaled_error(cov51, exact51)
@@ -731,8 +661,7 @@ def figure1_experiment(
         }
     )
 
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 4, figsize=(15, 3.6))
+    fig, axes = subplots(1, 4, figsize=(15, 3.6))
     xx, yy, q_exact = _gaussian_grid(exact2)
     levels = [1.0, 4.0, 9.0]  # 1, 2, 3 standard deviations
     for ax, (alpha, beta, cov) in zip(axes[:2], panels, strict=False):
@@ -740,11 +669,8 @@ def figure1_experiment(
         ax.contour(xx, yy, _gaussian_grid(cov)[2], levels=levels, colors="blue")
         ax.set_title(f"gadRWM, alpha* = {alpha}, beta = {beta:.2g}", fontsize=9)
         ax.set_aspect("equal")
-    for ax, (m, title) in zip(
-        axes[2:],
-        ((exact51, "exact 51-D covariance"), (cov51, f"learned L L^T (gadMALAf, {iters_51:,} it.)")),
-        strict=False,
-    ):
+    heat_maps = ((exact51, "exact 51-D covariance"), (cov51, f"learned L L^T (gadMALAf, {iters_51:,} it.)"))
+    for ax, (m, title) in zip(axes[2:], heat_maps, strict=False):
         im = ax.imshow(m, cmap="viridis")
         ax.set_title(title, fontsize=9)
         fig.colorbar(im, ax=ax, fraction=0.046)
@@ -765,30 +691,18 @@ def run_figure1(
     paper_rwm_rate: float | None = 5e-5,
 ) -> str:
     """The report of :func:`figure1_experiment` (same parameters) as Markdown."""
-    result = figure1_experiment(
-        out=out,
-        seed=seed,
-        progress=progress,
-        iters_2d=iters_2d,
-        iters_51=iters_51,
-        draws=draws,
-        learning_rate=learning_rate,
-        paper_rwm_rate=paper_rwm_rate,
-    )
+    settings = dict(iters_2d=iters_2d, iters_51=iters_51, draws=draws, learning_rate=learning_rate)
+    result = figure1_experiment(out=out, seed=seed, progress=progress, paper_rwm_rate=paper_rwm_rate, **settings)
     rows, path = result["rows"], result["figure"]
     lines = [
         "# Titsias & Dellaportas (2019), Figure 1: learned proposal covariances",
-        "",
         f"gadRWM on the 2-D Gaussian (unit variances, rho = 0.99) for {iters_2d:,} adaptation iterations, "
         f"gadMALAf on the 51-D GP covariance for {iters_51:,}; L0 = 0.1/sqrt(n) I, then {draws:,} kept draws "
         "with L frozen (acceptance). `rel. err of c LL^T` = ||c LL^T - Sigma||_F / ||Sigma||_F with the "
         "least-squares scale c (the learned proposal is proportional to the target covariance, not equal).",
-        "",
         fenced(format_table(rows)),
-        "",
         f"Figure: `{path.name}` (green: target, blue: learned LL^T, contours at 1, 2, 3 sd; heat maps: exact vs "
         "learned 51-D).",
-        "",
         f"Readings: learning rate eta = {learning_rate:g} for the panels, the value docs/experiments.md records "
         "for the 51-D example. The paper text gives eta = 5e-5 for gadRWM (Table 1 experiments) without stating "
         "the Figure 1 value; at 5e-5 an RMSProp step changes L by at most about eta, so 20,000 steps cannot "
@@ -803,7 +717,7 @@ def run_figure1(
         "exp(-(t_i - t_j)^2 / (2 * 0.16)) + 0.01 delta_ij on 51 points of [0, 4] (0.16 read as the squared "
         "length scale). The paper's beta after adaptation: 7.4 (alpha* = 0.25) and 2.2 (alpha* = 0.4).",
     ]
-    return "\n".join(lines)
+    return "\n\n".join(lines)
 
 
 # --------------------------------------------------------------------------- registration

@@ -37,16 +37,15 @@ import numpy as np
 from gradmc.diagnostics import moment_bias_variance, multivariate_ess, tv_marginals, zhoutan_ess
 from gradmc.discrete import avg, lattice_metropolis, ncg
 from gradmc.experiments import common
-from gradmc.experiments.common import paper_sampler, pyplot, save_figure
+from gradmc.experiments.common import markdown_table, paper_sampler, save_figure, subplots
 from gradmc.registry import register_experiment
-from gradmc.run import sample
 from gradmc.targets import hams_targets, lattice
 from gradmc.tuning import calibration
 
 __all__ = ["SAMPLERS", "PUBLISHED", "Budget", "run_discrete_gaussian", "run_quadratic_mixture", "run_potts"]
 
 SAMPLERS = ["Metropolis", "NCG", "AVG", "V-DHAMS", "O-DHAMS", "PAVG", "V-PDHAMS", "O-PDHAMS"]
-FIRST_ORDER = SAMPLERS[:5]
+FIRST_ORDER, PRECONDITIONED = SAMPLERS[:5], SAMPLERS[5:]
 REGISTERED = {
     "Metropolis": "lattice-metropolis",
     "NCG": "ncg",
@@ -60,7 +59,7 @@ REGISTERED = {
 EPSILON, O_BETA = 0.9, 0.1
 PHI_GRID = tuple(round(x, 2) + 0.0 for x in np.arange(-1.0, 0.01, 0.1))  # + 0.0: no "-0"
 
-# Published tables: (ESS min, median, max, energy) and acceptance.
+# Published tables: (ESS min, median, max, energy) and acceptance (in the order of SAMPLERS).
 PUBLISHED = {
     "discrete-gaussian": {
         "ess": {
@@ -73,16 +72,7 @@ PUBLISHED = {
             "V-PDHAMS": (269.08, 275.84, 283.65, 9996.29),
             "O-PDHAMS": (615.94, 630.43, 636.29, 4485.22),
         },
-        "acceptance": {
-            "Metropolis": 0.7323,
-            "NCG": 0.6071,
-            "AVG": 0.5819,
-            "V-DHAMS": 0.8633,
-            "O-DHAMS": 0.7943,
-            "PAVG": 1.0,
-            "V-PDHAMS": 1.0,
-            "O-PDHAMS": 1.0,
-        },
+        "acceptance": dict(zip(SAMPLERS, (0.7323, 0.6071, 0.5819, 0.8633, 0.7943, 1.0, 1.0, 1.0), strict=True)),
         "n": 15_000,
         "m": 100,
     },
@@ -97,16 +87,7 @@ PUBLISHED = {
             "V-PDHAMS": (316.00, 329.66, 338.91, 10184.64),
             "O-PDHAMS": (266.45, 271.63, 284.62, 12830.68),
         },
-        "acceptance": {
-            "Metropolis": 0.70,
-            "NCG": 0.94,
-            "AVG": 0.69,
-            "V-DHAMS": 0.73,
-            "O-DHAMS": 0.64,
-            "PAVG": 0.92,
-            "V-PDHAMS": 0.91,
-            "O-PDHAMS": 0.86,
-        },
+        "acceptance": dict(zip(SAMPLERS, (0.70, 0.94, 0.69, 0.73, 0.64, 0.92, 0.91, 0.86), strict=True)),
         "n": 24_000,
         "m": 100,
     },
@@ -144,26 +125,8 @@ PUBLISHED = {
             "O-PDHAMS": (0.69, 1.41, 3.20, 22.35),
         },
         "acceptance": {
-            "FM": {
-                "Metropolis": 0.01,
-                "NCG": 0.80,
-                "AVG": 0.59,
-                "V-DHAMS": 0.64,
-                "O-DHAMS": 0.47,
-                "PAVG": 0.58,
-                "V-PDHAMS": 0.66,
-                "O-PDHAMS": 0.60,
-            },
-            "AFM": {
-                "Metropolis": 0.01,
-                "NCG": 0.73,
-                "AVG": 0.69,
-                "V-DHAMS": 0.65,
-                "O-DHAMS": 0.55,
-                "PAVG": 0.46,
-                "V-PDHAMS": 0.56,
-                "O-PDHAMS": 0.44,
-            },
+            "FM": dict(zip(SAMPLERS, (0.01, 0.80, 0.59, 0.64, 0.47, 0.58, 0.66, 0.60), strict=True)),
+            "AFM": dict(zip(SAMPLERS, (0.01, 0.73, 0.69, 0.65, 0.55, 0.46, 0.56, 0.44), strict=True)),
         },
         "n": 60_000,
         "m": 50,
@@ -233,22 +196,19 @@ POTTS_BUDGET = {
 # -- running and scoring -------------------------------------------------------------------------
 
 
-def _sampler(name: str, options: dict):
-    return paper_sampler(REGISTERED[name], **options)
-
-
 def _run(target, name, options, budget: Budget, seed, progress):
     t0 = time.perf_counter()
-    trace = sample(
-        target,
-        _sampler(name, options),
-        num_chains=budget.chains,
-        num_warmup=budget.warmup,
-        num_draws=budget.draws,
-        seed=seed,
-        progress=progress,
-    )
+    trace = budget.sample(target, paper_sampler(REGISTERED[name], **options), seed, progress)
     return trace, time.perf_counter() - t0
+
+
+def _run_all(target, options: dict, budget: Budget, seed, progress) -> tuple[dict, dict]:
+    """Every sampler of :data:`SAMPLERS` (the ``i``-th with ``seed + i``): traces and table rows."""
+    traces, rows = {}, {}
+    for i, name in enumerate(SAMPLERS):
+        traces[name], seconds = _run(target, name, options[name], budget, seed + i, progress)
+        rows[name] = {**_scores(traces[name]), "options": _options_text(options[name]), "seconds": seconds}
+    return traces, rows
 
 
 def _scores(trace) -> dict:
@@ -269,70 +229,43 @@ def _scores(trace) -> dict:
     }
 
 
-def _positions(target, chains, seed):
-    return jax.vmap(target.space.sample_uniform)(jax.random.split(jax.random.key(seed), chains))
-
-
 def _log_grid(lo, hi, n):
     return np.exp(np.linspace(np.log(lo), np.log(hi), int(n)))
 
 
-def _tune_first_order(target, name, budget: Budget, seed) -> tuple[dict, dict]:
-    """Algorithm 4 for Metropolis (radius), NCG and AVG (step size α); Algorithm 5 for DHAMS."""
+def _tune(target, name, budget: Budget, seed, W=None) -> tuple[dict, dict]:
+    """Algorithm 4 for Metropolis (radius), NCG and AVG (step size α) and PAVG (δ); Algorithm 5 for
+    the (P)DHAMS samplers. ``W``: the preconditioner of PAVG, V-PDHAMS and O-PDHAMS.
+    """
     space, f = target.space, target.logdensity_fn
-    positions = _positions(target, budget.tune_chains, seed)
+    positions = jax.vmap(space.sample_uniform)(jax.random.split(jax.random.key(seed), budget.tune_chains))
     run_lengths = dict(num_warmup=budget.tune_warmup, num_draws=budget.tune_draws, seed=seed)
-    if name == "Metropolis":
-        radii = np.arange(1, min(budget.tune_points, space.num_values - 1) + 1, dtype=np.int32)
-        metropolis = lattice_metropolis.build_kernel()
-        out = calibration.tune_scalar(
-            lambda key, state, radius: metropolis(key, state, f, space, radius),
-            lambda key, position: lattice_metropolis.init(position, f),
-            positions,
-            "radius",
-            radii,
-            **run_lengths,
-        )
-        return {"radius": int(out["radius"])}, out
-    if name in ("NCG", "AVG"):
-        module = ncg if name == "NCG" else avg
+    if name in ("Metropolis", "NCG", "AVG"):
+        module = {"Metropolis": lattice_metropolis, "NCG": ncg, "AVG": avg}[name]
         kernel = module.build_kernel()
+        if name == "Metropolis":
+            option, grid = "radius", np.arange(1, min(budget.tune_points, space.num_values - 1) + 1, dtype=np.int32)
+        else:
+            option, grid = "step_size", _log_grid(0.05, 20.0, budget.tune_points).astype(np.float32)
         out = calibration.tune_scalar(
-            lambda key, state, step_size: kernel(key, state, f, space, step_size),
+            lambda key, state, **point: kernel(key, state, f, space, point[option]),
             lambda key, position: module.init(position, f),
             positions,
-            "step_size",
-            _log_grid(0.05, 20.0, budget.tune_points).astype(np.float32),
+            option,
+            grid,
             **run_lengths,
         )
-        return {"step_size": float(out["step_size"])}, out
-    beta = 1.0 if name == "V-DHAMS" else O_BETA
-    out = calibration.tune_pdhams(
-        target,
-        None,
-        _log_grid(0.05, 3.0, budget.tune_points),
-        positions,
-        epsilon=EPSILON,
-        beta=beta,
-        phis=PHI_GRID,
-        **run_lengths,
-    )
-    options = {"delta": out["delta"], "epsilon": EPSILON, "phi": out["phi"]}
-    return (options if beta == 1.0 else {**options, "beta": beta}), out
-
-
-def _tune_preconditioned(target, name, W, budget: Budget, seed) -> tuple[dict, dict]:
-    positions = _positions(target, budget.tune_chains, seed)
-    run_lengths = dict(num_warmup=budget.tune_warmup, num_draws=budget.tune_draws, seed=seed)
-    deltas = _log_grid(2.0**-7, 2.0**4, budget.tune_points)
+        return {option: int(out[option]) if name == "Metropolis" else float(out[option])}, out
+    deltas = _log_grid(0.05, 3.0, budget.tune_points) if W is None else _log_grid(2.0**-7, 2.0**4, budget.tune_points)
+    preconditioner = {} if W is None else {"W": W}
     if name == "PAVG":
         out = calibration.tune_pavg(target, W, deltas, positions, **run_lengths)
-        return {"W": W, "delta": out["delta"]}, out
-    beta = 1.0 if name == "V-PDHAMS" else O_BETA
+        return {**preconditioner, "delta": out["delta"]}, out
+    beta = 1.0 if name.startswith("V-") else O_BETA
     out = calibration.tune_pdhams(
         target, W, deltas, positions, epsilon=EPSILON, beta=beta, phis=PHI_GRID, **run_lengths
     )
-    options = {"W": W, "delta": out["delta"], "epsilon": EPSILON, "phi": out["phi"]}
+    options = {**preconditioner, "delta": out["delta"], "epsilon": EPSILON, "phi": out["phi"]}
     return (options if beta == 1.0 else {**options, "beta": beta}), out
 
 
@@ -350,18 +283,13 @@ def _options_text(options: dict) -> str:
 # -- tables --------------------------------------------------------------------------------------
 
 
-def _ess_table(
-    rows: dict, published: dict | None, n_ours: int, n_paper: int, m_ours: int, m_paper: int, check: tuple = ()
-) -> str:
+def _ess_table(rows: dict, published: dict, budget: Budget, check: tuple = ()) -> str:
     """Markdown table, ours beside the paper's; rescaled to the paper's n when the run is shorter."""
-    scale = n_paper / n_ours
-    head = "| Sampler | parameters | ESS min | median | max | ESS energy | mESS (Vats) | acceptance |"
-    lines = [head, "|" + "---|" * 8]
-    tol = 3.0 * np.sqrt(2.0 / (m_ours - 1) + 2.0 / (m_paper - 1))  # sd of log ESS ≈ sqrt(2/(m-1)) each
-    notes = []
+    n_paper, scale = published["n"], published["n"] / budget.draws
+    tol = 3.0 * np.sqrt(2.0 / (budget.chains - 1) + 2.0 / (published["m"] - 1))  # sd of log ESS ≈ sqrt(2/(m-1)) each
+    lines, notes = [], []
     for name, r in rows.items():
-        pub = None if published is None else published["ess"].get(name)
-        acc_pub = None if published is None else published["acceptance"].get(name)
+        pub, acc_pub = published["ess"].get(name), published["acceptance"].get(name)
 
         def cell(ours, paper):
             text = f"{ours:.2f}" if scale == 1 else f"{ours:.2f} (→{ours * scale:.2f})"
@@ -370,7 +298,7 @@ def _ess_table(
         vals = [r["min"], r["median"], r["max"], r["energy"]]
         cells = [cell(v, None if pub is None else pub[i]) for i, v in enumerate(vals)]
         acc = f"{r['acceptance']:.3f}" + ("" if acc_pub is None else f" / {acc_pub:.2f}")
-        lines.append(f"| {name} | {r['options']} | " + " | ".join(cells) + f" | {r['mess']:.0f} | {acc} |")
+        lines.append([name, r["options"], *cells, f"{r['mess']:.0f}", acc])
         if name in check and pub is not None:
             logs = [np.log(v * scale / p) for v, p in zip(vals, pub, strict=False)]
             ok = all(abs(x) < tol for x in logs)
@@ -378,10 +306,14 @@ def _ess_table(
                 f"{name}: |log(ours/paper)| max {max(abs(x) for x in logs):.3f} vs 3σ = {tol:.3f} → "
                 + ("agrees" if ok else "DIFFERS")
             )
-    text = "\n".join(lines)
-    text += (
+    header = ["Sampler", "parameters", "ESS min", "median", "max", "ESS energy", "mESS (Vats)", "acceptance"]
+    text = markdown_table(header, lines) + (
         "\n\nCells: ours / paper"
-        + ("" if scale == 1 else f"; (→x) = ours rescaled to the paper's n = {n_paper} kept draws (ours n = {n_ours})")
+        + (
+            ""
+            if scale == 1
+            else f"; (→x) = ours rescaled to the paper's n = {n_paper} kept draws (ours n = {budget.draws})"
+        )
         + ". mESS: all chains together."
     )
     if notes:
@@ -392,15 +324,45 @@ def _ess_table(
     return text
 
 
+MOMENTS = {"mean": "E[s_i]", "square": "E[s_i²]", "cross": "E[s_i s_j]"}
+
+
+def _final_bias_variance_table(bv: dict) -> str:
+    header = ["Sampler", *(f"{q} {title}" for title in MOMENTS.values() for q in ("bias²", "var"))]
+    rows = ([name, *(f"{r[k][q][-1]:.3g}" for k in MOMENTS for q in ("bias2", "var"))] for name, (_, r) in bv.items())
+    return markdown_table(header, rows)
+
+
+def _tv_table(curves_by_order: dict) -> str:
+    header = ["Sampler", *(f"TV {k} (mean ± sd over chains)" for k in curves_by_order)]
+    names = list(next(iter(curves_by_order.values())))
+    return markdown_table(
+        header,
+        ([name, *(f"{c[name][1][-1]:.4f} ± {c[name][2][-1]:.4f}" for c in curves_by_order.values())] for name in names),
+    )
+
+
+def _tuning_text(tuning: dict) -> str:
+    lines = []
+    for name, info in tuning.items():
+        grid = np.asarray(info.get("grid", []))
+        if grid.size:
+            lines.append(
+                f"- {name}: grid {grid.min():.3g}..{grid.max():.3g} ({grid.size} points), "
+                f"acceptance {np.min(info['acceptance']):.2f}..{np.max(info['acceptance']):.2f}, "
+                f"best ESS of f {np.max(info['ess_f']):.1f}"
+            )
+    return "\n".join(lines)
+
+
 # -- figures -------------------------------------------------------------------------------------
 
 
 def _plot_traces(
     traces: dict, out: Path, filename: str, coordinate_label: str, energy_per_site: int | None = None, length: int = 450
 ):
-    plt = pyplot()
     names = list(traces)
-    fig, axes = plt.subplots(len(names), 1, figsize=(8, 1.4 * len(names)), sharex=True)
+    fig, axes = subplots(len(names), 1, figsize=(8, 1.4 * len(names)), sharex=True)
     for ax, name in zip(np.atleast_1d(axes), names, strict=False):
         tr = traces[name]
         if energy_per_site:
@@ -421,31 +383,30 @@ def _acf(x, max_lag):
 
 
 def _plot_acf(traces: dict, out: Path, filename: str, max_lag: int = 60):
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    fig, axes = subplots(1, 2, figsize=(10, 3.5))
     for name, tr in traces.items():
         axes[0].plot(_acf(np.asarray(tr.draws[:, :, 0], np.float64), max_lag), label=name)
         axes[1].plot(_acf(np.asarray(tr.stats["logdensity"], np.float64), max_lag), label=name)
-    axes[0].set_title("ACF of s_1")
-    axes[1].set_title("ACF of f(s)")
-    for ax in axes:
-        ax.set_xlabel("lag")
+    for ax, title in zip(axes, ("ACF of s_1", "ACF of f(s)"), strict=True):
+        ax.set(title=title, xlabel="lag")
         ax.axhline(0, color="k", lw=0.5)
     axes[1].legend(fontsize=7)
     save_figure(fig, out / filename, dpi=90)
 
 
+def _checkpoints(trace, every):
+    return np.arange(every, trace.draws.shape[1] + 1, every)
+
+
 def _tv_curves(traces, target, order, every, max_subsets, seed):
-    d = target.dim
-    subsets = list(combinations(range(d), order))
+    subsets = list(combinations(range(target.dim), order))
     if max_subsets is not None and len(subsets) > max_subsets:
         rng = np.random.default_rng(seed)
         subsets = [subsets[i] for i in sorted(rng.choice(len(subsets), max_subsets, replace=False))]
     exact = target.metadata["exact_marginal"]
     curves = {}
     for name, tr in traces.items():
-        n = tr.draws.shape[1]
-        t = np.arange(every, n + 1, every)
+        t = _checkpoints(tr, every)
         tv = tv_marginals(
             tr.draws, target.space.values, exact, order, subsets=subsets, checkpoints=t
         )  # (T, chain, subset)
@@ -453,71 +414,48 @@ def _tv_curves(traces, target, order, every, max_subsets, seed):
     return curves, len(subsets)
 
 
+def _tv_by_order(traces, target, every, orders, seed) -> dict:
+    """``"<order>-variate (<n> subsets)"`` -> TV curves, per ``(order, max_subsets)`` of ``orders``."""
+    tv = {}
+    for order, max_subsets in orders:
+        curves, used = _tv_curves(traces, target, order, every, max_subsets, seed)
+        tv[f"{order}-variate ({used} subsets)"] = curves
+    return tv
+
+
 def _plot_tv(curves_by_order: dict, out: Path, filename: str):
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(curves_by_order), figsize=(5 * len(curves_by_order), 3.6))
+    fig, axes = subplots(1, len(curves_by_order), figsize=(5 * len(curves_by_order), 3.6))
     for ax, (label, curves) in zip(np.atleast_1d(axes), curves_by_order.items(), strict=False):
         for name, (t, mean, _) in curves.items():
             ax.plot(t, mean, label=name)
-        ax.set_yscale("log")
-        ax.set_xlabel("draws per chain")
-        ax.set_title(f"mean TV, {label} marginals")
+        ax.set(yscale="log", xlabel="draws per chain", title=f"mean TV, {label} marginals")
     np.atleast_1d(axes)[-1].legend(fontsize=7)
     save_figure(fig, out / filename, dpi=90)
 
 
 def _bias_variance(traces, target, every):
-    truth = target.truth
-    mean = np.asarray(truth.mean)
-    second = np.asarray(truth.cov) + np.outer(mean, mean)
+    mean = np.asarray(target.truth.mean)
+    second = np.asarray(target.truth.cov) + np.outer(mean, mean)
     result = {}
     for name, tr in traces.items():
-        n = tr.draws.shape[1]
-        t = np.arange(every, n + 1, every)
+        t = _checkpoints(tr, every)
         result[name] = (t, moment_bias_variance(tr.draws, mean, second, t))
     return result
 
 
 def _plot_bias_variance(result: dict, out: Path, filename: str):
-    plt = pyplot()
-    keys = ["mean", "square", "cross"]
-    fig, axes = plt.subplots(2, 3, figsize=(13, 6))
+    fig, axes = subplots(2, 3, figsize=(13, 6))
     for name, (t, bv) in result.items():
-        for j, key in enumerate(keys):
+        for j, key in enumerate(MOMENTS):
             axes[0, j].plot(t, bv[key]["bias2"], label=name)
             axes[1, j].plot(t, bv[key]["var"], label=name)
-    titles = {"mean": "E[s_i]", "square": "E[s_i²]", "cross": "E[s_i s_j]"}
-    for j, key in enumerate(keys):
-        axes[0, j].set_title(f"squared bias, {titles[key]}")
-        axes[1, j].set_title(f"variance over chains, {titles[key]}")
+    for j, title in enumerate(MOMENTS.values()):
+        axes[0, j].set_title(f"squared bias, {title}")
+        axes[1, j].set_title(f"variance over chains, {title}")
         for i in range(2):
-            axes[i, j].set_yscale("log")
-            axes[i, j].set_xlabel("draws per chain")
+            axes[i, j].set(yscale="log", xlabel="draws per chain")
     axes[0, -1].legend(fontsize=7)
     save_figure(fig, out / filename, dpi=90)
-
-
-def _final_bias_variance_table(bv: dict) -> str:
-    lines = [
-        "| Sampler | bias² E[s_i] | var E[s_i] | bias² E[s_i²] | var E[s_i²] | bias² E[s_i s_j] | var E[s_i s_j] |",
-        "|" + "---|" * 7,
-    ]
-    for name, (_, r) in bv.items():
-        cells = [f"{r[k][q][-1]:.3g}" for k in ("mean", "square", "cross") for q in ("bias2", "var")]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _tv_table(curves_by_order: dict) -> str:
-    lines = [
-        "| Sampler | " + " | ".join(f"TV {k} (mean ± sd over chains)" for k in curves_by_order) + " |",
-        "|" + "---|" * (1 + len(curves_by_order)),
-    ]
-    names = list(next(iter(curves_by_order.values())))
-    for name in names:
-        cells = [f"{c[name][1][-1]:.4f} ± {c[name][2][-1]:.4f}" for c in curves_by_order.values()]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
 
 
 def _save_json(out: Path, payload: dict):
@@ -535,17 +473,8 @@ def _save_json(out: Path, payload: dict):
     (out / "results.json").write_text(json.dumps(clean(payload), indent=1))
 
 
-def _tuning_text(tuning: dict) -> str:
-    lines = []
-    for name, info in tuning.items():
-        grid = np.asarray(info.get("grid", []))
-        if grid.size:
-            lines.append(
-                f"- {name}: grid {grid.min():.3g}..{grid.max():.3g} ({grid.size} points), "
-                f"acceptance {np.min(info['acceptance']):.2f}..{np.max(info['acceptance']):.2f}, "
-                f"best ESS of f {np.max(info['ess_f']):.1f}"
-            )
-    return "\n".join(lines)
+def _budget_kind(full: bool) -> str:
+    return "paper budget" if full else "quick budget; --full for the paper"
 
 
 # -- the experiments -----------------------------------------------------------------------------
@@ -570,49 +499,33 @@ def run_discrete_gaussian(*, out: Path, full: bool, seed: int, progress: bool) -
     W = target.metadata["W"]
     options, tuning = dict(GAUSSIAN_FIRST_ORDER), {}
     t0 = time.perf_counter()
-    for name in ("PAVG", "V-PDHAMS", "O-PDHAMS"):
-        options[name], tuning[name] = _tune_preconditioned(target, name, W, budget, seed)
+    for name in PRECONDITIONED:
+        options[name], tuning[name] = _tune(target, name, budget, seed, W)
     tune_seconds = time.perf_counter() - t0
-    traces, rows = {}, {}
-    for i, name in enumerate(SAMPLERS):
-        traces[name], seconds = _run(target, name, options[name], budget, seed + i, progress)
-        rows[name] = {**_scores(traces[name]), "options": _options_text(options[name]), "seconds": seconds}
-    tv = {}
-    for order, max_subsets in ((2, None), (4, budget.tv4_subsets)):
-        curves, used = _tv_curves(traces, target, order, budget.tv_every, max_subsets, seed)
-        tv[f"{order}-variate ({used} subsets)"] = curves
+    traces, rows = _run_all(target, options, budget, seed, progress)
+    tv = _tv_by_order(traces, target, budget.tv_every, ((2, None), (4, budget.tv4_subsets)), seed)
     bv = _bias_variance(traces, target, budget.tv_every)
     _plot_tv(tv, out, "tv.png")
     _plot_bias_variance(bv, out, "bias_variance.png")
     _plot_traces(traces, out, "traces.png", "s_1")
     _plot_acf(traces, out, "acf.png")
-    pub = PUBLISHED["discrete-gaussian"]
     _save_json(out, {"rows": rows, "tuning": tuning, "budget": budget.__dict__})
-    return "\n".join(
+    return "\n\n".join(
         [
             f"Discrete Gaussian: d = 8, {{-10..10}}, σ = 5, ρ = 0.9; exact W = −Σ⁻¹. "
             f"{budget.chains} chains × ({budget.warmup} burn-in + {budget.draws} kept) per sampler "
-            f"({'paper budget' if full else 'quick budget; --full for the paper'}).",
-            "",
+            f"({_budget_kind(full)}).",
             "**Table 1 / Table 4: ESS (per chain, n·W/B) and acceptance**",
-            "",
-            _ess_table(rows, pub, budget.draws, pub["n"], budget.chains, pub["m"], check=FIRST_ORDER),
-            "",
+            _ess_table(rows, PUBLISHED["discrete-gaussian"], budget, check=FIRST_ORDER),
             f"First-order samplers use the DHAMS code's tuned values (Table 4). PAVG, V-PDHAMS, O-PDHAMS "
             f"tuned by Algorithms 4/5 ({tune_seconds:.0f} s): {budget.tune_points}-point δ grid, "
             f"{budget.tune_chains} chains × ({budget.tune_warmup} + {budget.tune_draws}); D = (δ + 0.4) I. "
             "The PDHAMS parameters are not published, so only the ranking and acceptance (= 1) are comparable there.",
-            "",
             _tuning_text(tuning),
-            "",
             "**TV distance to the exact marginals at the end of the run** (figure `tv.png`, over time)",
-            "",
             _tv_table(tv),
-            "",
             "**Squared bias and variance over chains at the end of the run** (figure `bias_variance.png`)",
-            "",
             _final_bias_variance_table(bv),
-            "",
             "Figures: `tv.png`, `bias_variance.png`, `traces.png` (first 450 draws), `acf.png`.",
         ]
     )
@@ -622,18 +535,13 @@ def _tuned_all(target, budget, method, seed, progress):
     """Tune the first-order samplers, calibrate W from the tuned NCG's burn-in, tune the rest."""
     options, tuning = {}, {}
     for name in FIRST_ORDER:
-        options[name], tuning[name] = _tune_first_order(target, name, budget, seed)
+        options[name], tuning[name] = _tune(target, name, budget, seed)
+    tuned_ncg = paper_sampler("ncg", **options["NCG"])
     W = calibration.calibrate_w(
-        target,
-        paper_sampler("ncg", **options["NCG"]),
-        method,
-        num_chains=budget.tune_chains,
-        num_draws=budget.burnin,
-        seed=seed,
-        progress=progress,
+        target, tuned_ncg, method, num_chains=budget.tune_chains, num_draws=budget.burnin, seed=seed, progress=progress
     )
-    for name in ("PAVG", "V-PDHAMS", "O-PDHAMS"):
-        options[name], tuning[name] = _tune_preconditioned(target, name, W, budget, seed)
+    for name in PRECONDITIONED:
+        options[name], tuning[name] = _tune(target, name, budget, seed, W)
     return options, tuning, W
 
 
@@ -657,64 +565,42 @@ def run_quadratic_mixture(*, out: Path, full: bool, seed: int, progress: bool) -
     t0 = time.perf_counter()
     options, tuning, W = _tuned_all(target, budget, "values", seed, progress)
     tune_seconds = time.perf_counter() - t0
-    traces, rows = {}, {}
-    for i, name in enumerate(SAMPLERS):
-        traces[name], seconds = _run(target, name, options[name], budget, seed + i, progress)
-        rows[name] = {**_scores(traces[name]), "options": _options_text(options[name]), "seconds": seconds}
-    tv = {}
-    for order in (1, 2):
-        curves, used = _tv_curves(traces, target, order, budget.tv_every, None, seed)
-        tv[f"{order}-variate ({used} subsets)"] = curves
+    traces, rows = _run_all(target, options, budget, seed, progress)
+    tv = _tv_by_order(traces, target, budget.tv_every, ((1, None), (2, None)), seed)
     bv = _bias_variance(traces, target, budget.tv_every)
     _plot_tv(tv, out, "tv.png")
     _plot_bias_variance(bv, out, "bias_variance.png")
     _plot_traces(traces, out, "traces.png", "s_1", length=1000)
     _plot_acf(traces, out, "acf.png")
     # the DHAMS paper's mixture, with its saved settings: a regression table
-    regression = hams_targets.mixture_dhams()
-    reg_rows, reg_traces = {}, {}
+    regression, reg_rows = hams_targets.mixture_dhams(), {}
     for i, name in enumerate(FIRST_ORDER):
-        reg_traces[name], seconds = _run(
-            regression, name, MIXTURE_DHAMS_SETTINGS[name], budget, seed + 10 + i, progress
-        )
-        reg_rows[name] = {**_scores(reg_traces[name]), "options": _options_text(MIXTURE_DHAMS_SETTINGS[name])}
-    pub, pub_reg = PUBLISHED["quadratic-mixture"], PUBLISHED["mixture-dhams"]
+        trace, _ = _run(regression, name, MIXTURE_DHAMS_SETTINGS[name], budget, seed + 10 + i, progress)
+        reg_rows[name] = {**_scores(trace), "options": _options_text(MIXTURE_DHAMS_SETTINGS[name])}
     eig = np.linalg.eigvalsh(W)
     _save_json(
         out,
         {"rows": rows, "regression_rows": reg_rows, "tuning": tuning, "W_eigenvalues": eig, "budget": budget.__dict__},
     )
-    return "\n".join(
+    return "\n\n".join(
         [
             f"Quadratic mixture, **{hams_targets.STAND_IN_NOTE}** — the published numbers below are for the "
             "paper's mixture (whose constants are not published), so only rankings are comparable. "
-            f"{budget.chains} chains × ({budget.warmup} + {budget.draws}) per sampler "
-            f"({'paper budget' if full else 'quick budget; --full for the paper'}).",
-            "",
+            f"{budget.chains} chains × ({budget.warmup} + {budget.draws}) per sampler ({_budget_kind(full)}).",
             "**Table 2 / Table 5: ESS (per chain) and acceptance**",
-            "",
-            _ess_table(rows, pub, budget.draws, pub["n"], budget.chains, pub["m"]),
-            "",
+            _ess_table(rows, PUBLISHED["quadratic-mixture"], budget),
             f"Every sampler tuned by Algorithm 4 (first order) or 5 (HAMS) on {budget.tune_points}-point grids, "
             f"{budget.tune_chains} chains × ({budget.tune_warmup} + {budget.tune_draws}) ({tune_seconds:.0f} s "
             f"in all). W by function values (method 2) from {budget.tune_chains} × {budget.burnin} burn-in draws "
             f"of the tuned NCG; λ(W) in [{eig[0]:.4f}, {eig[-1]:.4f}] (the paper does not state its λ_min).",
-            "",
             _tuning_text(tuning),
-            "",
             "**TV distance to the exact marginals at the end of the run** (figure `tv.png`)",
-            "",
             _tv_table(tv),
-            "",
             "**Squared bias and variance over chains** (figure `bias_variance.png`)",
-            "",
             _final_bias_variance_table(bv),
-            "",
             "**Regression: the DHAMS paper's mixture** (d = 8, K = 5, σ = 1.8) with the DHAMS code's saved settings "
             "(its Metropolis proposal is asymmetric at the edges; ours is the symmetric one of docs/discrete-hams.md):",
-            "",
-            _ess_table(reg_rows, pub_reg, budget.draws, pub_reg["n"], budget.chains, pub_reg["m"], check=FIRST_ORDER),
-            "",
+            _ess_table(reg_rows, PUBLISHED["mixture-dhams"], budget, check=FIRST_ORDER),
             "Figures: `tv.png`, `bias_variance.png`, `traces.png` (first 1000 draws), `acf.png`.",
         ]
     )
@@ -742,6 +628,7 @@ def run_potts(
     """
     budget = POTTS_BUDGET[bool(full)]
     side = int(side or (20 if full else 8))
+    pub = PUBLISHED["potts"]
     sections = []
     payload = {"budget": budget.__dict__, "side": side, "kappa": kappa}
     for kind, afm in (("FM", False), ("AFM", True)):
@@ -749,39 +636,30 @@ def run_potts(
         t0 = time.perf_counter()
         options, tuning, W = _tuned_all(target, budget, "gradients", seed, progress)
         tune_seconds = time.perf_counter() - t0
-        traces, rows = {}, {}
-        for i, name in enumerate(SAMPLERS):
-            traces[name], seconds = _run(target, name, options[name], budget, seed + i, progress)
-            rows[name] = {**_scores(traces[name]), "options": _options_text(options[name]), "seconds": seconds}
-        _plot_traces(
-            traces, out, f"traces_{kind}.png", "energy per site −f/L²", energy_per_site=side * side, length=2000
-        )
+        traces, rows = _run_all(target, options, budget, seed, progress)
+        label = "energy per site −f/L²"
+        _plot_traces(traces, out, f"traces_{kind}.png", label, energy_per_site=side * side, length=2000)
         _plot_acf(traces, out, f"acf_{kind}.png")
-        pub = PUBLISHED["potts"]
-        published = {"ess": pub[kind], "acceptance": pub["acceptance"][kind]}
+        published = {**pub, "ess": pub[kind], "acceptance": pub["acceptance"][kind]}
         eig = np.linalg.eigvalsh(W)
         payload[kind] = {"rows": rows, "tuning": tuning, "W_eigenvalues": eig}
         sections += [
             f"**Table 3 / Table 6, {kind}** (J/T = {'−' if afm else '+'}{kappa}; tuning {tune_seconds:.0f} s; "
             f"W by gradient matching (method 1) from the tuned NCG's burn-in, λ(W) in [{eig[0]:.3f}, {eig[-1]:.3f}])",
-            "",
-            _ess_table(rows, published, budget.draws, pub["n"], budget.chains, pub["m"]),
-            "",
+            _ess_table(rows, published, budget),
             _tuning_text(tuning),
-            "",
         ]
     _save_json(out, payload)
-    return "\n".join(
+    return "\n\n".join(
         [
             f"7-state clock Potts model on a periodic {side}×{side} lattice, FM and AFM. The paper does not state L "
             f"and κ: κ = |J/T| = {kappa} puts T ≈ {1 / kappa:.2f} J at the upper BKT transition T₂ ≈ 0.9 J of the "
             f"7-state clock model (Li et al. 2020); L = {side} here (--full: 20, the quick budget: 8). Both are "
             "options of `run_potts` and of the `clock-potts` target. "
             f"{budget.chains} chains × ({budget.warmup} burn-in + {budget.draws} kept) "
-            f"({'paper budget' if full else 'quick budget; --full for the paper'}). ESS only (no exact truth). "
+            f"({_budget_kind(full)}). ESS only (no exact truth). "
             "Metropolis is the symmetric single-coordinate proposal of docs/discrete-hams.md (r = radius); the "
             "paper's acceptance of 0.01 suggests its Metropolis moved more coordinates at once.",
-            "",
             *sections,
             "Figures: `traces_FM.png`, `traces_AFM.png` (energy per site), `acf_FM.png`, `acf_AFM.png`.",
         ]
