@@ -572,6 +572,8 @@ LADDER_OPTIONS = {
     ),
     "beta_min": "The smallest inverse temperature of that geometric ladder, in (0, 1).",
     "local": 'One of {"rwm", "hmc"}: the local move.',
+    "num_integration_steps": 'Leapfrog steps of an HMC move (``local="hmc"``); formerly ``num_leapfrog_steps``.',
+    "target_accept": "The acceptance probability the step sizes aim at (default 0.3 for RWM, 0.7 for HMC).",
 }
 
 
@@ -584,9 +586,7 @@ LADDER_OPTIONS = {
         "step_size": (
             "The local move's step size at beta = 1 (replica k starts at step_size / sqrt(beta_k)), or one per replica."
         ),
-        "num_integration_steps": 'Leapfrog steps of an HMC move (``local="hmc"``); formerly ``num_leapfrog_steps``.',
         "adapt": "Adapt the step sizes in warm-up.",
-        "target_accept": "The acceptance probability the step sizes aim at (default 0.3 for RWM, 0.7 for HMC).",
     },
 )
 def build_parallel_tempering(
@@ -664,9 +664,7 @@ def build_parallel_tempering(
     options={
         **LADDER_OPTIONS,
         "step_size": "The local move's step size at beta = 1.",
-        "num_integration_steps": 'Leapfrog steps of an HMC move (``local="hmc"``); formerly ``num_leapfrog_steps``.',
         "adapt": "Robbins–Monro step size and Wang–Landau c_k in warm-up.",
-        "target_accept": "The acceptance probability the step sizes aim at (default 0.3 for RWM, 0.7 for HMC).",
         "wang_landau_rate": "gamma_0 (gamma_t = gamma_0 K / (K + t)).",
     },
 )

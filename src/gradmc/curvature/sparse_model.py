@@ -64,11 +64,6 @@ class HessianPattern(NamedTuple):
     offsets: tuple[int, ...]
     mask: np.ndarray
 
-    @property
-    def num_edges(self) -> int:
-        """The number of non-zero entries above the diagonal."""
-        return int(self.mask.sum())
-
 
 def probe_points(space, num_points: int, seed: int) -> list[jax.Array]:
     """Where the Hessian of f is probed: a random state of the space and random points of

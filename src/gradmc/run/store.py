@@ -353,13 +353,3 @@ class RunStore:
             Shapes and dtypes of the outputs.
         """
         return _restore(template, _read_npz(chunk_file(self.directory, phase, index)))
-
-    def chunk_arrays(self, phase: str):
-        """:func:`iter_chunk_arrays` of this folder.
-
-        Parameters
-        ----------
-        phase : str
-            ``"warmup"`` or ``"draws"``.
-        """
-        return iter_chunk_arrays(self.directory, phase)
