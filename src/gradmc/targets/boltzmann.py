@@ -204,20 +204,11 @@ def enumerate_moments(
     sums = _chunk_fns(n, bits)[2]
     w, b = jnp.asarray(system.weights, jnp.float32), jnp.asarray(system.biases, jnp.float32)
     num_chunks = 2 ** (n - bits)
-    tops, z, s1, s2 = (
-        np.empty(num_chunks),
-        np.empty(num_chunks),
-        np.empty((num_chunks, n)),
-        np.empty((num_chunks, n, n)),
-    )
+    tops, z, s1, s2 = (np.empty((num_chunks,) + shape) for shape in ((), (), (n,), (n, n)))
     from tqdm.auto import tqdm
 
-    for c in tqdm(
-        range(num_chunks),
-        desc=f"enumerating 2^{n} Boltzmann states",
-        disable=not progress or num_chunks < 4,
-        leave=False,
-    ):
+    desc = f"enumerating 2^{n} Boltzmann states"
+    for c in tqdm(range(num_chunks), desc=desc, disable=not progress or num_chunks < 4, leave=False):
         out = sums(jnp.asarray(c, jnp.uint32), w, b)
         tops[c], z[c], s1[c], s2[c] = (np.asarray(o, np.float64) for o in out)
     scale = np.exp(tops - tops.max())

@@ -144,24 +144,16 @@ def gaussian_2d_corr(rho: float = 0.99) -> Target:
     """
     if not -1.0 < float(rho) < 1.0:
         raise ValueError(f"rho must lie in (-1, 1), got {rho}")
-    return gaussian(
-        np.zeros(2),
-        np.array([[1.0, rho], [rho, 1.0]]),
-        name="gaussian-2d-corr",
-        description=f"2-D Gaussian, unit variances, correlation {rho} (Titsias & Dellaportas 2019, Fig. 1)",
-    )
+    description = f"2-D Gaussian, unit variances, correlation {rho} (Titsias & Dellaportas 2019, Fig. 1)"
+    return gaussian(np.zeros(2), np.array([[1.0, rho], [rho, 1.0]]), name="gaussian-2d-corr", description=description)
 
 
 @register_target("neal-100", "Neal's 100-D Gaussian N(0, diag(s^2)), s = 0.01, 0.02, ..., 1.00")
 def neal_100() -> Target:
     """Neal's 100-D Gaussian N(0, diag(s²)), s = 0.01, 0.02, ..., 1.00."""
     sd = np.arange(1, 101) / 100.0
-    return gaussian(
-        np.zeros(100),
-        np.diag(sd**2),
-        name="neal-100",
-        description="Neal's 100-D Gaussian N(0, diag(s^2)), s = 0.01, 0.02, ..., 1.00",
-    )
+    description = "Neal's 100-D Gaussian N(0, diag(s^2)), s = 0.01, 0.02, ..., 1.00"
+    return gaussian(np.zeros(100), np.diag(sd**2), name="neal-100", description=description)
 
 
 @register_target(
@@ -191,16 +183,12 @@ def gp_51(num_points: int = 51, length_scale_sq: float = 0.16, nugget: float = 0
         )
     t = np.linspace(0.0, 4.0, int(num_points))
     cov = np.exp(-((t[:, None] - t[None, :]) ** 2) / (2 * length_scale_sq)) + nugget * np.eye(t.size)
-    target = gaussian(
-        np.zeros(t.size),
-        cov,
-        name="gp-51",
-        description=(
-            f"{t.size}-D zero-mean Gaussian with covariance exp(-(t_i - t_j)^2 / (2*{length_scale_sq})) "
-            f"+ {nugget} delta_ij on a regular grid of [0, 4] (Titsias & Dellaportas 2019, Fig. 1; "
-            f"{length_scale_sq} read as the squared length scale)"
-        ),
+    description = (
+        f"{t.size}-D zero-mean Gaussian with covariance exp(-(t_i - t_j)^2 / (2*{length_scale_sq})) "
+        f"+ {nugget} delta_ij on a regular grid of [0, 4] (Titsias & Dellaportas 2019, Fig. 1; "
+        f"{length_scale_sq} read as the squared length scale)"
     )
+    target = gaussian(np.zeros(t.size), cov, name="gp-51", description=description)
     target.metadata["grid"] = t
     return target
 

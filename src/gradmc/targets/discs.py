@@ -90,12 +90,6 @@ _DATA_FILE = "discs_ising25_hightemp.npz"
 # -- DISCS's random draws ------------------------------------------------------------------
 
 
-def _check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or int(seed) < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    return int(seed)
-
-
 def discs_keys(seed: int = 0) -> dict[str, jax.Array]:
     """The keys DISCS derives from ``PRNGKey(seed)`` for one model.
 
@@ -111,7 +105,7 @@ def discs_keys(seed: int = 0) -> dict[str, jax.Array]:
         states) and ``"reference"`` (the reference state of the ESS statistic), drawn with
         non-partitionable threefry as in JAX 0.4.
     """
-    params, starts, reference = _with_discs_bits(_derive_keys, _check_seed(seed))
+    params, starts, reference = _with_discs_bits(_derive_keys, _check_count(seed, "seed", 0))
     return {"params": params, "starts": starts, "reference": reference}
 
 
@@ -137,15 +131,6 @@ def _labels_to_positions(space: DiscreteSpace, labels) -> jax.Array:
     """DISCS integer states ``(n, *grid)`` -> positions ``(n, *event_shape)``."""
     labels = jnp.asarray(labels, jnp.int32)
     return space.from_index(labels.reshape(labels.shape[0], -1))
-
-
-def _initial_position(space: DiscreteSpace, init_labels):
-    """``key -> one position`` from DISCS's initial-state sampler ``init_labels(key, n)``."""
-
-    def initial_position(key):
-        return _labels_to_positions(space, init_labels(key, n=1))[0]
-
-    return initial_position
 
 
 def discs_initial_states(target: Target, num_chains: int) -> jax.Array:
@@ -174,41 +159,54 @@ def discs_initial_states(target: Target, num_chains: int) -> jax.Array:
     return _labels_to_positions(target.space, labels)
 
 
-def _reference(space: DiscreteSpace, init_labels, seed: int) -> np.ndarray:
-    """DISCS's reference state of the ESS statistic (``x0_ess``), as a position."""
-    labels = _with_discs_bits(init_labels, discs_keys(seed)["reference"], n=1)
-    return np.asarray(_labels_to_positions(space, labels)[0])
-
-
 @partial(jax.jit, static_argnames=("n", "shape"))
-def _bernoulli_labels(key, n: int, shape: tuple[int, ...]):
+def _bernoulli_init(key, n: int, shape: tuple[int, ...]):
+    """DISCS's ``get_init_samples`` of binary models: ``(key, n) -> (n, *shape)`` fair bits."""
     return jax.random.bernoulli(key, jnp.float32(0.5), (n,) + shape).astype(jnp.int32)
 
 
 @partial(jax.jit, static_argnames=("n", "shape", "num_values"))
-def _randint_labels(key, n: int, shape: tuple[int, ...], num_values: int):
+def _randint_init(key, n: int, shape: tuple[int, ...], num_values: int):
+    """DISCS's ``randint`` initial states (Bernoulli, categorical and Potts models)."""
     return jax.random.randint(key, (n,) + shape, 0, num_values, dtype=jnp.int32)
 
 
 @partial(jax.jit, static_argnames=("n", "shape", "num_values"))
-def _categorical_labels(key, n: int, shape: tuple[int, ...], num_values: int):
+def _categorical_init(key, n: int, shape: tuple[int, ...], num_values: int):
+    """DISCS's ``jax.random.categorical`` initial states (categorical FHMM and RBM)."""
     logits = jnp.log(jnp.ones([num_values], jnp.float32))
     return jax.random.categorical(key, logits=logits, shape=(n,) + shape).astype(jnp.int32)
 
 
-def _bernoulli_init(shape):
-    """DISCS's ``get_init_samples`` of binary models: ``(key, n) -> (n, *shape)`` fair bits."""
-    return partial(_bernoulli_labels, shape=tuple(shape))
+def _binary_or_categorical(C: int, d: int, shape: tuple[int, ...]) -> tuple[DiscreteSpace, partial]:
+    """``Binary(d)`` with fair-bit starts (C = 2) or ``Categorical(C, d)`` with DISCS's categorical starts."""
+    if C == 2:
+        return Binary(d), partial(_bernoulli_init, shape=shape)
+    return Categorical(C, d), partial(_categorical_init, shape=shape, num_values=C)
 
 
-def _randint_init(shape, num_values: int):
-    """DISCS's ``randint`` initial states (Bernoulli, categorical and Potts models)."""
-    return partial(_randint_labels, shape=tuple(shape), num_values=int(num_values))
-
-
-def _categorical_init(shape, num_values: int):
-    """DISCS's ``jax.random.categorical`` initial states (categorical FHMM and RBM)."""
-    return partial(_categorical_labels, shape=tuple(shape), num_values=int(num_values))
+def _discs_target(name, logdensity_fn, space, init, seed: int, description, metadata, truth=None, variables=None):
+    """A DISCS :class:`Target` starting from ``init`` (DISCS's initial-state sampler ``(key, n) -> labels``),
+    with the seed, the reference state of the ESS statistic (DISCS's ``x0_ess``) and the sampler appended
+    to ``metadata``; without a closed-form ``truth``, the exact one by enumeration (and
+    ``pairwise_marginals``) when the space is small.
+    """
+    reference = _labels_to_positions(space, _with_discs_bits(init, discs_keys(seed)["reference"], n=1))[0]
+    extra = {}
+    if truth is None:
+        exact = enumerate_if_small(logdensity_fn, space)
+        if exact is not None:
+            truth, extra = exact.truth(), {"pairwise_marginals": exact.pairwise}
+    return Target(
+        name=name,
+        logdensity_fn=logdensity_fn,
+        space=space,
+        description=description,
+        truth=truth,
+        initial_position=lambda key: _labels_to_positions(space, init(key, n=1))[0],
+        metadata={**metadata, "seed": seed, "reference": np.asarray(reference), "discs_init": init, **extra},
+        variables=variables,
+    )
 
 
 def ising25_hightemp_reference() -> dict[str, np.ndarray]:
@@ -236,9 +234,7 @@ def _check_shape(shape, ndim: int, what: str, minimum: int = 1) -> tuple[int, ..
         shape = tuple(shape)
     except TypeError:
         raise ValueError(f"{what} shape must be an integer or a tuple of {ndim} integers, got {shape!r}") from None
-    if len(shape) != ndim or not all(
-        isinstance(n, (int, np.integer)) and not isinstance(n, bool) and int(n) >= minimum for n in shape
-    ):
+    if len(shape) != ndim or not all(_is_count(n, minimum) for n in shape):
         raise ValueError(f"{what} shape must be {ndim} integer(s) >= {minimum}, got {shape!r}")
     return tuple(int(n) for n in shape)
 
@@ -254,21 +250,19 @@ def _check_real(value, name: str, *, positive: bool = False) -> float:
 
 
 def _check_scale(value, name: str) -> float:
-    v = _check_real(value, name)
-    if v < 0:
+    if (v := _check_real(value, name)) < 0:
         raise ValueError(f"{name} must be >= 0, got {value!r}")
     return v
 
 
+def _is_count(value, minimum: int) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and int(value) >= minimum
+
+
 def _check_count(value, name: str, minimum: int) -> int:
-    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool) and int(value) >= minimum
-    if not ok:
+    if not _is_count(value, minimum):
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
-
-
-def _check_categories(num_categories) -> int:
-    return _check_count(num_categories, "num_categories", 2)
 
 
 def _temperature(temperature, table: dict):
@@ -280,13 +274,6 @@ def _temperature(temperature, table: dict):
 def _as_float(x) -> jax.Array:
     x = jnp.asarray(x)
     return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.result_type(float))
-
-
-def _exact(logdensity_fn, space) -> tuple[Truth | None, dict]:
-    exact = enumerate_if_small(logdensity_fn, space)
-    if exact is None:
-        return None, {}
-    return exact.truth(), {"pairwise_marginals": exact.pairwise}
 
 
 # -- lattices: Ising and Potts ------------------------------------------------------------
@@ -329,11 +316,12 @@ def _normal(key, shape: tuple[int, ...]):
     return jax.random.normal(key, shape, jnp.float32)
 
 
-def _normal_params(key, shape: tuple[int, ...], sigma: float):
-    """DISCS's factorised-model parameters ``N(0, 1) · σ`` in float32 (the product op by
-    op, as DISCS: inside ``jit`` XLA may fold σ into the normal's constants).
+def _normal_params(seed: int, shape: tuple[int, ...], sigma: float) -> np.ndarray:
+    """DISCS's factorised-model parameters ``N(0, 1) · σ`` from ``PRNGKey(seed)``, in float32 (the
+    product op by op, as DISCS: inside ``jit`` XLA may fold σ into the normal's constants), as float64.
     """
-    return _normal(key, tuple(shape)) * jnp.float32(sigma)
+    normal = _with_discs_bits(_normal, discs_keys(seed)["params"], tuple(shape))
+    return np.asarray(normal * jnp.float32(sigma), np.float64)
 
 
 def _bond_sum(coupling_h: np.ndarray, coupling_v: np.ndarray):
@@ -342,8 +330,7 @@ def _bond_sum(coupling_h: np.ndarray, coupling_v: np.ndarray):
     """
 
     def apply(grid):
-        h = jnp.asarray(coupling_h, grid.dtype)
-        v = jnp.asarray(coupling_v, grid.dtype)
+        h, v = jnp.asarray(coupling_h, grid.dtype), jnp.asarray(coupling_v, grid.dtype)
         rest = [(0, 0)] * (grid.ndim - 2)
         return (
             jnp.pad(h * grid[:, 1:], [(0, 0), (0, 1)] + rest)
@@ -372,12 +359,8 @@ def _dense_bonds(coupling_h: np.ndarray, coupling_v: np.ndarray) -> np.ndarray:
     H, W = coupling_h.shape[0], coupling_h.shape[1] + 1
     extra = coupling_h.shape[2:]
     site = np.arange(H * W * int(np.prod(extra, dtype=int))).reshape((H, W) + extra)
-    size = site.size
-    a = np.zeros((size, size))
-    for i, j, c in (
-        (site[:, :-1], site[:, 1:], coupling_h),
-        (site[:-1], site[1:], coupling_v),
-    ):
+    a = np.zeros((site.size, site.size))
+    for i, j, c in ((site[:, :-1], site[:, 1:], coupling_h), (site[:-1], site[1:], coupling_v)):
         a[i.ravel(), j.ravel()] += c.ravel()
     return a + a.T
 
@@ -420,13 +403,7 @@ def _lattice_settings(strength, mu, sigma) -> tuple[float, float, float]:
     kind="discrete",
 )
 def discs_ising(
-    shape=None,
-    temperature: str = "high",
-    seed: int = 0,
-    strength=None,
-    mu=None,
-    sigma=None,
-    params=None,
+    shape=None, temperature: str = "high", seed: int = 0, strength=None, mu=None, sigma=None, params=None
 ) -> Target:
     """DISCS's Ising model (``models/ising.py``) on ``Binary(H·W)``.
 
@@ -456,62 +433,42 @@ def discs_ising(
         (``log p = xᵀJx + bᵀx + constant``; ``J`` only for small lattices), ``reference``,
         ``seed`` and the settings.
     """
-    settings = dict(_temperature(temperature, ISING_TEMPERATURES))
-    for key, value in (("strength", strength), ("mu", mu), ("sigma", sigma)):
-        if value is not None:
-            settings[key] = value
-    strength_, mu_, sigma_ = _lattice_settings(settings["strength"], settings["mu"], settings["sigma"])
-    seed = _check_seed(seed)
+    preset = _temperature(temperature, ISING_TEMPERATURES)
+    given = {"strength": strength, "mu": mu, "sigma": sigma}
+    strength_, mu_, sigma_ = _lattice_settings(*(preset[k] if v is None else v for k, v in given.items()))
+    seed = _check_count(seed, "seed", 0)
     shape = None if shape is None else _check_shape(shape, 2, "Ising", minimum=2)
+    settings = {"temperature": temperature, "strength": strength_, "mu": mu_, "sigma": sigma_}
     if params is None:
         p = _draw_lattice(shape or (50, 50), seed, strength_, mu_, sigma_)
-        settings = {"temperature": temperature, "strength": strength_, "mu": mu_, "sigma": sigma_}
     else:
         p = _lattice_params(params, shape, 2, "discs-ising")
-        settings = {"temperature": None, "strength": None, "mu": None, "sigma": None}
+        settings = dict.fromkeys(settings)
     H, W = p.shape[1:]
     coupling_h, coupling_v, field = -p[0][:, :-1], -p[1][:-1, :], p[2]
     bonds = _bond_sum(coupling_h, coupling_v)
     space = Binary(H * W)
 
-    def half_bonds(s):
-        return 0.5 * bonds(jnp.reshape(s, (H, W))).reshape(-1)
+    spin_form = quadratic_form(lambda s: 0.5 * bonds(jnp.reshape(s, (H, W))).reshape(-1), -field.reshape(-1))
 
-    spin_form = quadratic_form(half_bonds, -field.reshape(-1))  # s -> ½ sᵀAs − bᵀs
-
-    def logdensity_fn(x):
+    def logdensity_fn(x):  # s -> ½ sᵀAs − bᵀs at s = 2x − 1
         return spin_form(2 * _as_float(x) - 1)
 
     # The same function in gradmc's quadratic convention on x: J = 2A, b = −2(A1 + field).
     a_ones = _bond_sum_numpy(coupling_h, coupling_v, np.ones((H, W)))
-    b_x = (-2.0 * (a_ones + field)).reshape(-1)
-    constant = float(coupling_h.sum() + coupling_v.sum() + field.sum())
-    init = _bernoulli_init((H, W))
-    truth, extra = _exact(logdensity_fn, space)
     metadata = {
         **({"J": 2.0 * _dense_bonds(coupling_h, coupling_v)} if H * W <= DENSE_J_MAX else {}),
-        "b": b_x,
-        "constant": constant,
+        "b": (-2.0 * (a_ones + field)).reshape(-1),
+        "constant": float(coupling_h.sum() + coupling_v.sum() + field.sum()),
         "params": p,
         "field": field.reshape(-1).copy(),
         "shape": (H, W),
         **settings,
-        "seed": seed,
-        "reference": _reference(space, init, seed),
-        "discs_init": init,
-        **extra,
     }
     source = "given params" if params is not None else f"{temperature} temperature, seed {seed}"
-    return Target(
-        name="discs-ising",
-        logdensity_fn=logdensity_fn,
-        space=space,
-        description=f"DISCS Ising {H}x{W} free boundaries, {source}",
-        truth=truth,
-        initial_position=_initial_position(space, init),
-        metadata=metadata,
-        variables=lattice_variables(space, (H, W)),
-    )
+    init, description = partial(_bernoulli_init, shape=(H, W)), f"DISCS Ising {H}x{W} free boundaries, {source}"
+    variables = lattice_variables(space, (H, W))
+    return _discs_target("discs-ising", logdensity_fn, space, init, seed, description, metadata, variables=variables)
 
 
 @register_target(
@@ -555,21 +512,21 @@ def discs_potts(
         Metadata: ``params``, ``field`` ``(H·W, C)``, ``b`` (= −field, flattened), ``J``
         (``½ A ⊗ I_C``, small lattices only), ``reference``, ``seed`` and the settings.
     """
-    seed = _check_seed(seed)
+    seed = _check_count(seed, "seed", 0)
     strength_, mu_, sigma_ = _lattice_settings(strength, mu, sigma)
     shape = None if shape is None else _check_shape(shape, 2, "Potts", minimum=2)
-    C = None if num_categories is None else _check_categories(num_categories)
+    C = None if num_categories is None else _check_count(num_categories, "num_categories", 2)
+    settings = {"strength": strength_, "mu": mu_, "sigma": sigma_}
     if params is None:
         p = _draw_lattice((shape or (30, 30)) + (C or 4,), seed, strength_, mu_, sigma_)
-        settings = {"strength": strength_, "mu": mu_, "sigma": sigma_}
     else:
         p = _lattice_params(params, None, 3, "discs-potts")
         for name, want, got in (("shape", shape, p.shape[1:3]), ("num_categories", C, p.shape[3])):
             if want is not None and tuple(np.atleast_1d(want)) != tuple(np.atleast_1d(got)):
                 raise ValueError(f"discs-potts params have {name} {got}, but {name}={want} was asked for")
-        settings = {"strength": None, "mu": None, "sigma": None}
+        settings = dict.fromkeys(settings)
     H, W, C = p.shape[1:]
-    _check_categories(C)
+    _check_count(C, "num_categories", 2)
     coupling_h, coupling_v, field = -p[0][:, :-1], -p[1][:-1, :], p[2]
     bonds = _bond_sum(coupling_h, coupling_v)
     space = Categorical(C, H * W)
@@ -578,8 +535,6 @@ def discs_potts(
     def logdensity_fn(x):
         return form(_as_float(x))
 
-    init = _randint_init((H, W), C)
-    truth, extra = _exact(logdensity_fn, space)
     metadata = {
         **({"J": 0.5 * _dense_bonds(coupling_h, coupling_v)} if H * W * C <= DENSE_J_MAX else {}),
         "b": -field.reshape(-1),
@@ -588,24 +543,19 @@ def discs_potts(
         "shape": (H, W),
         "num_categories": C,
         **settings,
-        "seed": seed,
-        "reference": _reference(space, init, seed),
-        "discs_init": init,
-        **extra,
     }
-    return Target(
-        name="discs-potts",
-        logdensity_fn=logdensity_fn,
-        space=space,
-        description=f"DISCS Potts {H}x{W} free boundaries, C={C}, seed {seed}",
-        truth=truth,
-        initial_position=_initial_position(space, init),
-        metadata=metadata,
-        variables=lattice_variables(space, (H, W)),
-    )
+    init = partial(_randint_init, shape=(H, W), num_values=C)
+    description = f"DISCS Potts {H}x{W} free boundaries, C={C}, seed {seed}"
+    variables = lattice_variables(space, (H, W))
+    return _discs_target("discs-potts", logdensity_fn, space, init, seed, description, metadata, variables=variables)
 
 
 # -- factorised models: Bernoulli and categorical -------------------------------------------
+
+
+def _zero_J(size: int) -> dict:
+    """``metadata["J"]`` of a factorised model: zeros, when at most :data:`DENSE_J_MAX` rows."""
+    return {"J": np.zeros((size, size))} if size <= DENSE_J_MAX else {}
 
 
 def _flat_shape(shape, what: str) -> tuple[int, ...]:
@@ -645,12 +595,8 @@ def discs_bernoulli(shape=(10000,), temperature: str = "high", seed: int = 0, si
     """
     shape = _flat_shape(shape, "Bernoulli")
     sigma_ = _check_scale(_temperature(temperature, BERNOULLI_TEMPERATURES) if sigma is None else sigma, "sigma")
-    seed = _check_seed(seed)
-    key = discs_keys(seed)["params"]
-    theta = _with_discs_bits(_normal_params, key, shape, sigma_)
-    theta = np.asarray(theta, np.float64)
-    theta = theta.reshape(-1)
-    space = Binary(theta.size)
+    seed = _check_count(seed, "seed", 0)
+    theta = _normal_params(seed, shape, sigma_).reshape(-1)
 
     def logdensity_fn(x):
         x = _as_float(x)
@@ -668,25 +614,10 @@ def discs_bernoulli(shape=(10000,), temperature: str = "high", seed: int = 0, si
         sample=sample,
         source="closed form (independent bits)",
     )
-    init = _randint_init(shape, 2)
-    return Target(
-        name="discs-bernoulli",
-        logdensity_fn=logdensity_fn,
-        space=space,
-        description=f"DISCS Bernoulli d={theta.size}, σ={sigma_:g}, seed {seed}",
-        truth=truth,
-        initial_position=_initial_position(space, init),
-        metadata={
-            **({"J": np.zeros((theta.size, theta.size))} if theta.size <= DENSE_J_MAX else {}),
-            "b": theta,
-            "theta": theta,
-            "sigma": sigma_,
-            "shape": shape,
-            "seed": seed,
-            "reference": _reference(space, init, seed),
-            "discs_init": init,
-        },
-    )
+    metadata = {**_zero_J(theta.size), "b": theta, "theta": theta, "sigma": sigma_, "shape": shape}
+    description = f"DISCS Bernoulli d={theta.size}, σ={sigma_:g}, seed {seed}"
+    init = partial(_randint_init, shape=shape, num_values=2)
+    return _discs_target("discs-bernoulli", logdensity_fn, Binary(theta.size), init, seed, description, metadata, truth)
 
 
 @register_target(
@@ -715,13 +646,10 @@ def discs_categorical(shape=(2000,), num_categories: int = 4, seed: int = 0, sig
         Exact truth (marginals ``softmax(θ_i)``); metadata ``theta`` ``(d, C)``, ``reference``, ``seed``.
     """
     shape = _flat_shape(shape, "categorical")
-    C = _check_categories(num_categories)
+    C = _check_count(num_categories, "num_categories", 2)
     sigma_ = _check_scale(sigma, "sigma")
-    seed = _check_seed(seed)
-    key = discs_keys(seed)["params"]
-    theta = _with_discs_bits(_normal_params, key, shape + (C,), sigma_)
-    theta = np.asarray(theta, np.float64)
-    theta = theta.reshape(-1, C)
+    seed = _check_count(seed, "seed", 0)
+    theta = _normal_params(seed, shape + (C,), sigma_).reshape(-1, C)
     d = theta.shape[0]
     space = Categorical(C, d)
 
@@ -737,26 +665,17 @@ def discs_categorical(shape=(2000,), num_categories: int = 4, seed: int = 0, sig
         return space.from_index(labels)
 
     truth = Truth(mean=probs, marginals=probs, sample=sample, source="closed form (independent variables)")
-    init = _randint_init(shape, C)
-    return Target(
-        name="discs-categorical",
-        logdensity_fn=logdensity_fn,
-        space=space,
-        description=f"DISCS categorical d={d}, C={C}, σ={sigma_:g}, seed {seed}",
-        truth=truth,
-        initial_position=_initial_position(space, init),
-        metadata={
-            **({"J": np.zeros((theta.size, theta.size))} if theta.size <= DENSE_J_MAX else {}),
-            "b": theta.reshape(-1),
-            "theta": theta,
-            "sigma": sigma_,
-            "shape": shape,
-            "num_categories": C,
-            "seed": seed,
-            "reference": _reference(space, init, seed),
-            "discs_init": init,
-        },
-    )
+    metadata = {
+        **_zero_J(theta.size),
+        "b": theta.reshape(-1),
+        "theta": theta,
+        "sigma": sigma_,
+        "shape": shape,
+        "num_categories": C,
+    }
+    description = f"DISCS categorical d={d}, C={C}, σ={sigma_:g}, seed {seed}"
+    init = partial(_randint_init, shape=shape, num_values=C)
+    return _discs_target("discs-categorical", logdensity_fn, space, init, seed, description, metadata, truth)
 
 
 # -- factorial HMM --------------------------------------------------------------------------
@@ -774,6 +693,19 @@ def _transition_weights(beta: float, num_categories: int) -> jax.Array:
     return weights + (1 - weights) / jnp.float32(C - 1)
 
 
+def _markov_chains(rng, first, draw, L: int):
+    """DISCS's FHMM hidden chains ``(L, ...)``: ``first``, then ``L − 1`` steps ``draw(rng, previous)``."""
+
+    def step(carry, _):
+        rng, prev = carry
+        rng, _ = jax.random.split(rng)
+        new = draw(rng, prev)
+        return (rng, new), new
+
+    _, rest = jax.lax.scan(step, (rng, first), None, length=L - 1)
+    return jnp.concatenate([first[None], rest], axis=0)
+
+
 @partial(jax.jit, static_argnums=(1, 2, 3, 4, 5))
 def _draw_binary_fhmm(key, L: int, K: int, sigma: float, alpha: float, beta: float):
     """DISCS's BinaryFHMM draws: hidden chains x ``(L, K)``, w ``(K, 1)``, b ``(1, 1)`` and
@@ -783,15 +715,10 @@ def _draw_binary_fhmm(key, L: int, K: int, sigma: float, alpha: float, beta: flo
     f32 = jnp.float32
     first = jax.random.bernoulli(rng1, p=jnp.ones([K], f32) * f32(alpha)).astype(f32)
 
-    def step(carry, _):
-        rng, prev = carry
-        rng, _ = jax.random.split(rng)
-        p = f32(beta) * prev + f32(1 - beta) * (1 - prev)
-        new = jax.random.bernoulli(rng, p).astype(f32)
-        return (rng, new), new
+    def draw(rng, prev):
+        return jax.random.bernoulli(rng, f32(beta) * prev + f32(1 - beta) * (1 - prev)).astype(f32)
 
-    _, rest = jax.lax.scan(step, (rng1, first), None, length=L - 1)
-    x = jnp.concatenate([first[None], rest], axis=0)
+    x = _markov_chains(rng1, first, draw, L)
     w = jax.random.normal(rng2, (K, 1), f32)
     b = jax.random.normal(rng3, (1, 1), f32)
     return x, w, b, jax.random.normal(rng4, (L, 1), f32)
@@ -811,15 +738,10 @@ def _draw_categorical_fhmm(key, L: int, K: int, C: int, sigma: float, alpha: flo
     alpha_logits = jnp.log(weights)
     first = jax.nn.one_hot(jax.random.categorical(rng1, logits=alpha_logits, shape=(K,)), C, dtype=f32)
 
-    def step(carry, _):
-        rng, prev = carry
-        rng, _ = jax.random.split(rng)
-        val = jax.random.categorical(rng, logits=jnp.log(prev @ beta), shape=(K,))
-        new = jax.nn.one_hot(val, C, dtype=f32)
-        return (rng, new), new
+    def draw(rng, prev):
+        return jax.nn.one_hot(jax.random.categorical(rng, logits=jnp.log(prev @ beta), shape=(K,)), C, dtype=f32)
 
-    _, rest = jax.lax.scan(step, (rng1, first), None, length=L - 1)
-    x = jnp.concatenate([first[None], rest], axis=0)
+    x = _markov_chains(rng1, first, draw, L)
     w = jax.random.normal(rng2, (K, C), f32)
     b = jax.random.normal(rng3, (1, 1), f32)
     return x, w, b, jax.random.normal(rng4, (L,), f32), alpha_logits
@@ -832,12 +754,7 @@ def _draw_categorical_fhmm(key, L: int, K: int, C: int, sigma: float, alpha: flo
     kind="discrete",
 )
 def discs_fhmm(
-    shape=None,
-    num_categories: int = 2,
-    seed: int = 0,
-    sigma: float = 2.0,
-    alpha: float = 0.1,
-    beta: float = 0.8,
+    shape=None, num_categories: int = 2, seed: int = 0, sigma: float = 2.0, alpha: float = 0.1, beta: float = 0.8
 ) -> Target:
     """DISCS's factorial HMM (``models/fhmm.py``): the posterior of the hidden chains.
 
@@ -873,20 +790,20 @@ def discs_fhmm(
         Metadata: ``w``, ``b``, ``y``, ``x_true`` (the hidden chains that generated ``y``,
         as a position), ``log_beta`` / ``alpha_logits`` (categorical), ``reference``, ``seed``.
     """
-    C = _check_categories(num_categories)
+    C = _check_count(num_categories, "num_categories", 2)
     shape = _check_shape(shape if shape is not None else ((200, 50) if C == 2 else (200, 10)), 2, "FHMM")
     L, K = shape
     if L < 2:
         raise ValueError(f"FHMM needs L >= 2 time steps, got shape {shape}")
     sigma_ = _check_real(sigma, "sigma", positive=True)
     alpha_, beta_ = check_probability("alpha", alpha), check_probability("beta", beta)
-    seed = _check_seed(seed)
+    seed = _check_count(seed, "seed", 0)
     key = discs_keys(seed)["params"]
+    space, init = _binary_or_categorical(C, L * K, (L, K))
     if C == 2:
         x, w, b, noise = _with_discs_bits(_draw_binary_fhmm, key, L, K, sigma_, alpha_, beta_)
         y = noise * jnp.float32(sigma_) + x @ w + b  # op by op, as DISCS (bit-identical y)
         w, b, y = (np.asarray(a, np.float64) for a in (w, b, y))
-        space = Binary(L * K)
         log_a, log_1a = math.log(alpha_), math.log(1 - alpha_)
         log_stay, log_move = math.log(beta_), math.log(1 - beta_)
         w_flat = w[:, 0]
@@ -898,12 +815,9 @@ def discs_fhmm(
             logp_y = -jnp.sum(jnp.square(jnp.asarray(y[:, 0], s.dtype) - mean)) / (2 * sigma_**2)
             cur, nxt = grid[:-1], grid[1:]
             change = cur * (1 - nxt) + (1 - cur) * nxt
-            logp_x = jnp.sum(log_a * grid[0] + log_1a * (1 - grid[0])) + jnp.sum(
-                log_move * change + log_stay * (1 - change)
-            )
-            return logp_x + logp_y
+            logp_0 = jnp.sum(log_a * grid[0] + log_1a * (1 - grid[0]))
+            return logp_0 + jnp.sum(log_move * change + log_stay * (1 - change)) + logp_y
 
-        init = _bernoulli_init((L, K))
         extra = {}
         x_true = np.asarray(x, np.float64).reshape(-1)
     else:
@@ -912,7 +826,6 @@ def discs_fhmm(
         x, w, b, noise, alpha_logits = _with_discs_bits(_draw_categorical_fhmm, key, L, K, C, sigma_, alpha_, weights)
         y = noise * jnp.float32(sigma_) + jnp.sum(x * w, [-1, -2]) + b  # op by op, as DISCS
         w, b, y, alpha_logits = (np.asarray(a, np.float64) for a in (w, b, y, alpha_logits))
-        space = Categorical(C, L * K)
 
         def logdensity_fn(s):
             s = _as_float(s)
@@ -928,34 +841,12 @@ def discs_fhmm(
             logp_y = -jnp.sum(jnp.square(jnp.asarray(y[0], s.dtype) - mean)) / (2 * sigma_**2)
             return logp_0 + logp_x + logp_y
 
-        init = _categorical_init((L, K), C)
         extra = {"log_beta": log_beta, "alpha_logits": alpha_logits}
         x_true = np.asarray(x, np.float64).reshape(L * K, C)
-    truth, enum_extra = _exact(logdensity_fn, space)
-    return Target(
-        name="discs-fhmm",
-        logdensity_fn=logdensity_fn,
-        space=space,
-        description=f"DISCS factorial HMM L={L}, K={K}, C={C}, seed {seed}",
-        truth=truth,
-        initial_position=_initial_position(space, init),
-        metadata={
-            "w": w,
-            "b": b,
-            "y": y,
-            "x_true": x_true,
-            **extra,
-            "shape": (L, K),
-            "num_categories": C,
-            "sigma": sigma_,
-            "alpha": alpha_,
-            "beta": beta_,
-            "seed": seed,
-            "reference": _reference(space, init, seed),
-            "discs_init": init,
-            **enum_extra,
-        },
-    )
+    metadata = {"w": w, "b": b, "y": y, "x_true": x_true, **extra, "shape": (L, K), "num_categories": C}
+    metadata |= {"sigma": sigma_, "alpha": alpha_, "beta": beta_}
+    description = f"DISCS factorial HMM L={L}, K={K}, C={C}, seed {seed}"
+    return _discs_target("discs-fhmm", logdensity_fn, space, init, seed, description, metadata)
 
 
 # -- restricted Boltzmann machine -----------------------------------------------------------
@@ -1010,50 +901,22 @@ def discs_rbm(
     """
     V = _check_count(num_visible, "num_visible", 1)
     H = _check_count(num_hidden, "num_hidden", 1)
-    C = _check_categories(num_categories)
-    seed = _check_seed(seed)
+    C = _check_count(num_categories, "num_categories", 2)
+    seed = _check_count(seed, "seed", 0)
     w_std, b_std = _check_scale(weight_std, "weight_std"), _check_scale(bias_std, "bias_std")
     rng = np.random.default_rng(seed)
-    if C == 2:
-        W = rng.normal(scale=w_std, size=(V, H))
-        b_v = rng.normal(scale=b_std, size=V)
-        b_h = rng.normal(scale=b_std, size=H)
-        space = Binary(V)
+    binary = C == 2
+    W = rng.normal(scale=w_std, size=(V, H) if binary else (H, V, C))
+    b_v = rng.normal(scale=b_std, size=V if binary else (V, C))
+    b_h = rng.normal(scale=b_std, size=H)
+    space, init = _binary_or_categorical(C, V, (V,))
 
-        def logdensity_fn(x):
-            x = _as_float(x)
-            hidden = x @ jnp.asarray(W, x.dtype) + jnp.asarray(b_h, x.dtype)
-            return jnp.sum(jax.nn.softplus(hidden)) + x @ jnp.asarray(b_v, x.dtype)
+    def logdensity_fn(x):
+        x = _as_float(x)
+        W_x, b_v_x = jnp.asarray(W, x.dtype), jnp.asarray(b_v, x.dtype)
+        hidden = (x @ W_x if binary else jnp.einsum("ic,hic->h", x, W_x)) + jnp.asarray(b_h, x.dtype)
+        return jnp.sum(jax.nn.softplus(hidden)) + (x @ b_v_x if binary else jnp.sum(x * b_v_x))
 
-        init = _bernoulli_init((V,))
-    else:
-        W = rng.normal(scale=w_std, size=(H, V, C))
-        b_v = rng.normal(scale=b_std, size=(V, C))
-        b_h = rng.normal(scale=b_std, size=H)
-        space = Categorical(C, V)
-
-        def logdensity_fn(x):
-            x = _as_float(x)
-            hidden = jnp.einsum("ic,hic->h", x, jnp.asarray(W, x.dtype)) + jnp.asarray(b_h, x.dtype)
-            return jnp.sum(jax.nn.softplus(hidden)) + jnp.sum(x * jnp.asarray(b_v, x.dtype))
-
-        init = _categorical_init((V,), C)
-    truth, extra = _exact(logdensity_fn, space)
-    return Target(
-        name="discs-rbm",
-        logdensity_fn=logdensity_fn,
-        space=space,
-        description=f"RBM V={V}, H={H}, C={C}, random parameters (seed {seed}) in DISCS's energy",
-        truth=truth,
-        initial_position=_initial_position(space, init),
-        metadata={
-            "weights": W,
-            "b_visible": b_v,
-            "b_hidden": b_h,
-            "num_categories": C,
-            "seed": seed,
-            "reference": _reference(space, init, seed),
-            "discs_init": init,
-            **extra,
-        },
-    )
+    metadata = {"weights": W, "b_visible": b_v, "b_hidden": b_h, "num_categories": C}
+    description = f"RBM V={V}, H={H}, C={C}, random parameters (seed {seed}) in DISCS's energy"
+    return _discs_target("discs-rbm", logdensity_fn, space, init, seed, description, metadata)

@@ -78,11 +78,8 @@ class SymmetricMarginals:
     def marginal(self, subset) -> np.ndarray:
         """The exact marginal table of the coordinates ``subset`` (shape (K,)*len(subset))."""
         subset = tuple(int(i) for i in subset)
-        if (
-            len(set(subset)) != len(subset)
-            or not all(0 <= i < self.d for i in subset)
-            or not 1 <= len(subset) <= min(self.d, 4)
-        ):
+        distinct = len(set(subset)) == len(subset)
+        if not (distinct and all(0 <= i < self.d for i in subset) and 1 <= len(subset) <= min(self.d, 4)):
             raise ValueError(f"subset must hold 1 to 4 distinct coordinates in [0, {self.d}), got {subset}")
         return self._table(len(subset))
 
@@ -97,12 +94,8 @@ class SymmetricMarginals:
         source : str
             How the tables were obtained.
         """
-        v = self.values
-        p1 = self._table(1)
-        p2 = self._table(2)
-        mean = float(p1 @ v)
-        second = float(p1 @ v**2)
-        cross = float(v @ p2 @ v)
+        v, p1, p2 = self.values, self._table(1), self._table(2)
+        mean, second, cross = float(p1 @ v), float(p1 @ v**2), float(v @ p2 @ v)
         cov = np.full((self.d, self.d), cross - mean**2)
         np.fill_diagonal(cov, second - mean**2)
         return Truth(mean=np.full(self.d, mean), cov=cov, marginals=np.tile(p1, (self.d, 1)), source=source)
@@ -213,15 +206,9 @@ def _mixture(name, description, d, half_width, centres, scales) -> Target:
 )
 def mixture_dhams(d: int = 8, half_width: int = 10, sigma: float = 1.8) -> Target:
     """f(s) = log Σ_k exp(−|s − c_k 1|²/(2σ²)), c = (−7, −3.5, 0, 3.5, 7)."""
+    description = f"DHAMS-paper quadratic mixture, d={d}, K=5, σ={sigma}"
     centres = np.array([-7.0, -3.5, 0.0, 3.5, 7.0])
-    return _mixture(
-        "zhoutan-mixture-dhams",
-        f"DHAMS-paper quadratic mixture, d={d}, K=5, σ={sigma}",
-        d,
-        half_width,
-        centres,
-        float(sigma),
-    )
+    return _mixture("zhoutan-mixture-dhams", description, d, half_width, centres, float(sigma))
 
 
 @register_target(

@@ -142,11 +142,14 @@ def lattice_variables(space, shape: tuple[int, int]) -> Variables:
 
 
 def _lattice_target(
-    side: int, strength: float, b: np.ndarray, space, dense_J, *, categories: int = 1, **kwargs
+    name: str, side: int, strength: float, b: np.ndarray, space, dense_J, description: str, metadata: dict
 ) -> Target:
     """The quadratic target ``sᵀ (strength·A ⊗ I_categories) s + bᵀs``, ``J s`` by
-    :func:`neighbour_sum` (or the dense ``J`` on small Ising lattices, see :data:`DENSE_MATVEC_MAX`).
+    :func:`neighbour_sum` (or the dense ``J`` on small Ising lattices, see :data:`DENSE_MATVEC_MAX`),
+    its sites named by :func:`lattice_variables`; ``categories`` is the number of categories of a
+    one-hot space (1 otherwise).
     """
+    categories = space.k if isinstance(space, Categorical) else 1
     if not isinstance(dense_J, bool):
         raise ValueError(f"dense_J must be True or False, got {dense_J!r}")
     small = categories == 1 and space.dim <= DENSE_MATVEC_MAX
@@ -154,13 +157,12 @@ def _lattice_target(
     J = np.kron(strength * periodic_adjacency(side), np.eye(categories)) if keep else None
     adjacency = neighbour_sum(side, categories)
     apply_J = None if small else (lambda x: strength * adjacency(x))
-    return quadratic_target(J, b, space, apply_J=apply_J, **kwargs)
+    target = quadratic_target(J, b, space, apply_J=apply_J, name=name, description=description, metadata=metadata)
+    return dataclasses.replace(target, variables=lattice_variables(space, (side, side)))
 
 
 @register_target(
-    "ising",
-    "periodic lattice Ising model f(s) = sᵀJs + bᵀs (no ½), J = strength·A; Spin or Binary",
-    kind="discrete",
+    "ising", "periodic lattice Ising model f(s) = sᵀJs + bᵀs (no ½), J = strength·A; Spin or Binary", kind="discrete"
 )
 def ising(side: int = 10, strength: float = 0.2, field=0.0, spin: bool = True, dense_J: bool = False) -> Target:
     """Ising model on the periodic ``side × side`` lattice (defaults: Rhodes & Gutmann §5.3).
@@ -168,21 +170,12 @@ def ising(side: int = 10, strength: float = 0.2, field=0.0, spin: bool = True, d
     ``field`` is a scalar or one value per site (``side²``). ``metadata["J"]`` is the
     dense ``J`` when ``side² <= DENSE_J_MAX`` or ``dense_J``.
     """
-    side = _check_side(side)
-    strength = _check_finite(strength, "strength")
+    side, strength = _check_side(side), _check_finite(strength, "strength")
     b = _broadcast_field(field, (side * side,))
     space = Spin(side * side) if spin else Binary(side * side)
-    target = _lattice_target(
-        side,
-        strength,
-        b,
-        space,
-        dense_J,
-        name="ising",
-        description=f"Ising {side}x{side} periodic, strength {strength}, field {field}, on {space}",
-        metadata={"side": side, "strength": strength, "field": b},
-    )
-    return dataclasses.replace(target, variables=lattice_variables(space, (side, side)))
+    description = f"Ising {side}x{side} periodic, strength {strength}, field {field}, on {space}"
+    metadata = {"side": side, "strength": strength, "field": b}
+    return _lattice_target("ising", side, strength, b, space, dense_J, description, metadata)
 
 
 @register_target(
@@ -197,22 +190,12 @@ def potts(side: int = 3, num_states: int = 3, strength: float = 0.5, field=0.0, 
     vector or a full table). ``metadata["J"]`` is the dense ``J ⊗ I_k`` when
     ``side²·k <= DENSE_J_MAX`` or ``dense_J``.
     """
-    side = _check_side(side)
-    strength = _check_finite(strength, "strength")
+    side, strength = _check_side(side), _check_finite(strength, "strength")
     space = Categorical(num_states, side * side)
     h = _broadcast_field(field, space.event_shape)
-    target = _lattice_target(
-        side,
-        strength,
-        h.reshape(-1),
-        space,
-        dense_J,
-        categories=space.k,
-        name="potts",
-        description=f"categorical Potts {side}x{side} periodic, k={space.k}, strength {strength}",
-        metadata={"side": side, "strength": strength, "field": h},
-    )
-    return dataclasses.replace(target, variables=lattice_variables(space, (side, side)))
+    description = f"categorical Potts {side}x{side} periodic, k={space.k}, strength {strength}"
+    metadata = {"side": side, "strength": strength, "field": h}
+    return _lattice_target("potts", side, strength, h.reshape(-1), space, dense_J, description, metadata)
 
 
 @register_target(

@@ -50,9 +50,11 @@ DATASETS = {
 _DATA = resources.files("gradmc") / "data"
 
 
-def _check_name(name: str) -> None:
+def _open_csv(name: str):
+    """The vendored CSV of data set ``name``, opened as text."""
     if name not in DATASETS:
         raise ValueError(f"unknown logistic-regression data set {name!r}; expected one of {sorted(DATASETS)}")
+    return gzip.open(_DATA.joinpath("logistic", f"{name}.csv.gz").open("rb"), "rt")
 
 
 def feature_names(name: str) -> list[str]:
@@ -63,15 +65,13 @@ def feature_names(name: str) -> list[str]:
     name : str
         A key of :data:`DATASETS`.
     """
-    _check_name(name)
-    with gzip.open(_DATA.joinpath("logistic", f"{name}.csv.gz").open("rb"), "rt") as f:
+    with _open_csv(name) as f:
         return f.readline().strip().split(",")[:-1]
 
 
 def load_dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
     """Raw features ``(N, D)`` float64 and labels ``(N,)`` int32 of a vendored data set."""
-    _check_name(name)
-    with gzip.open(_DATA.joinpath("logistic", f"{name}.csv.gz").open("rb"), "rt") as f:
+    with _open_csv(name) as f:
         table = np.loadtxt(f, delimiter=",", skiprows=1, dtype=np.float64)
     return table[:, :-1], table[:, -1].astype(np.int32)
 
@@ -134,6 +134,7 @@ def logistic_target(
     if coefficient_names is not None and len(coefficient_names) != design.shape[1]:
         raise ValueError(f"coefficient_names has {len(coefficient_names)} names for {design.shape[1]} columns")
     data = (jnp.asarray(design, dtype), jnp.asarray(labels, dtype))
+    coords = None if coefficient_names is None else {"coefficient": list(coefficient_names)}
 
     def logdensity_fn(w):
         s, y = data
@@ -148,12 +149,7 @@ def logistic_target(
         truth=truth,
         per_datum=PerDatumModel(_logprior, _loglik, data),
         metadata={"num_data": int(design.shape[0]), **(metadata or {})},
-        variables=Variables.reshaped(
-            "beta",
-            (design.shape[1],),
-            dims=("coefficient",),
-            coords=None if coefficient_names is None else {"coefficient": list(coefficient_names)},
-        ),
+        variables=Variables.reshaped("beta", (design.shape[1],), dims=("coefficient",), coords=coords),
     )
 
 
@@ -161,13 +157,8 @@ def _dataset_target(name: str, dtype: str) -> Target:
     features, labels = load_dataset(name)
     dim, about = DATASETS[name]
     ref = load_reference(name)
-    truth = None
-    if ref is not None:
-        truth = Truth(
-            mean=np.asarray(ref["mean"]),
-            var=np.asarray(ref["sd"]) ** 2,
-            source="NUTS reference, scripts/compute_logistic_reference.py",
-        )
+    source = "NUTS reference, scripts/compute_logistic_reference.py"
+    truth = None if ref is None else Truth(mean=np.asarray(ref["mean"]), var=np.asarray(ref["sd"]) ** 2, source=source)
     target = logistic_target(
         f"logistic-{name}",
         design_matrix(features),

@@ -162,26 +162,17 @@ class GaussianMixture:
             ``initial_position(key)``: a chain's start (default N(0, I)).
         """
         log_component_fn, logdensity_fn, sample = self.functions()
+        source = "closed form (mixture mean; law of total variance); exact sampler"
+        metadata = {"log_normalizer": 0.0, "weights": self.weights, "means": self.means, "covs": self.covs}
         return Target(
             name=name,
             logdensity_fn=logdensity_fn,
             space=Real(self.dim),
             description=description,
-            truth=Truth(
-                mean=self.mean,
-                cov=self.cov,
-                sample=sample,
-                source="closed form (mixture mean; law of total variance); exact sampler",
-            ),
+            truth=Truth(mean=self.mean, cov=self.cov, sample=sample, source=source),
             initial_position=initial_position,
             bounds=self.bounds(),
-            metadata={
-                "log_normalizer": 0.0,
-                "weights": self.weights,
-                "means": self.means,
-                "covs": self.covs,
-                "log_component_fn": log_component_fn,
-            },
+            metadata={**metadata, "log_component_fn": log_component_fn},
         )
 
 
@@ -198,8 +189,7 @@ def kou_mixture_a() -> Target:
 
 
 @register_target(
-    "kou-mixture-b",
-    "Kou et al. 20-mode mixture, w ∝ 1/d_j, scale d_j/20 read as sd by default (Nemeth §4.1 (b))",
+    "kou-mixture-b", "Kou et al. 20-mode mixture, w ∝ 1/d_j, scale d_j/20 read as sd by default (Nemeth §4.1 (b))"
 )
 def kou_mixture_b(variance_reading: str = "sd") -> Target:
     """Scenario (b): d_j = ||mu_j - (5, 5)||, w_j ∝ 1/d_j, component scale d_j/20.
@@ -208,16 +198,16 @@ def kou_mixture_b(variance_reading: str = "sd") -> Target:
     E x^2 = (25.668, 31.488)); the published truth row (4.688, 5.030, 25.558, 31.378)
     follows only from the *standard deviation* d_j/20 (``"sd"``, the default here).
     """
-    if variance_reading not in ("sd", "var"):
+    readings = {
+        "sd": "standard deviation d_j/20 (reproduces the published truth row; the default)",
+        "var": "variance d_j/20 (paper text and code)",
+    }
+    if variance_reading not in readings:
         raise ValueError(f"variance_reading must be 'sd' or 'var', got {variance_reading!r}")
     d = np.linalg.norm(KOU_MEANS - 5.0, axis=1)
     var = (d / 20) ** 2 if variance_reading == "sd" else d / 20
     mix = GaussianMixture(1 / d, KOU_MEANS, var, what="kou-mixture-b")
-    reading = (
-        "standard deviation d_j/20 (reproduces the published truth row; the default)"
-        if variance_reading == "sd"
-        else "variance d_j/20 (paper text and code)"
-    )
+    reading = readings[variance_reading]
     return mix.to_target(
         "kou-mixture-b",
         "Kou et al. (2006) mixture of 20 bivariate Gaussians, w_j ∝ 1/d_j with d_j = ||mu_j - (5, 5)||, "

@@ -118,13 +118,8 @@ def poly2(d: int = 20) -> Target:
     d : int
         The number of coordinates.
     """
-    return ordinal_mixture_target(
-        "poly2",
-        _poly2,
-        np.linspace(0.0, 2.0, 50),
-        d,
-        description="mixture of 50 factorised exp(0.75 - 2t - 6t^2), t = u - c_k, c_k in linspace(0, 2, 50)",
-    )
+    description = "mixture of 50 factorised exp(0.75 - 2t - 6t^2), t = u - c_k, c_k in linspace(0, 2, 50)"
+    return ordinal_mixture_target("poly2", _poly2, np.linspace(0.0, 2.0, 50), d, description=description)
 
 
 @register_target(
@@ -140,10 +135,5 @@ def poly4(d: int = 20) -> Target:
     d : int
         The number of coordinates.
     """
-    return ordinal_mixture_target(
-        "poly4",
-        _poly4,
-        np.linspace(0.0, 3.0, 50),
-        d,
-        description="mixture of 50 factorised exp(2(-t + t^2 - t^3 - t^4)), t = u - c_k, c_k in linspace(0, 3, 50)",
-    )
+    description = "mixture of 50 factorised exp(2(-t + t^2 - t^3 - t^4)), t = u - c_k, c_k in linspace(0, 3, 50)"
+    return ordinal_mixture_target("poly4", _poly4, np.linspace(0.0, 3.0, 50), d, description=description)

@@ -163,13 +163,8 @@ def _cached_pairwise(x, y, hyper: Hyperparameters) -> np.ndarray | None:
         cache = load_cache()
     except FileNotFoundError:
         return None
-    same = (
-        cache["x"].shape == x.shape
-        and np.array_equal(cache["x"], x)
-        and np.array_equal(cache["y"], y)
-        and np.array_equal(cache["hyper"], np.asarray(hyper, np.float64))
-    )
-    return cache["pairwise"] if same else None
+    given = {"x": x, "y": y, "hyper": np.asarray(hyper, np.float64)}
+    return cache["pairwise"] if all(np.array_equal(cache[k], v) for k, v in given.items()) else None
 
 
 def _full_pairwise(real: np.ndarray, num_extra: int, extra_prob: float) -> np.ndarray:
@@ -220,18 +215,17 @@ def sparse_regression_target(
         source = f"enumeration of 2^{d_real} states"
     pairwise = _full_pairwise(real, int(num_extra), extra_prob)
     marginals = pairwise[np.arange(d), np.arange(d)].diagonal(axis1=-2, axis2=-1).copy()
-    second = pairwise[..., 1, 1]
-    mean = marginals[:, 1]
-    space = Binary(d)
+    mean, second = marginals[:, 1], pairwise[..., 1, 1]
     start = np.zeros(d, np.float32)
     start[1] = 1.0
+    description = (
+        f"sparse Bayesian linear regression (App. K): {d_real} real + {num_extra} Bernoulli({extra_prob}) dims"
+    )
     return Target(
         name=name,
         logdensity_fn=logdensity_fn,
-        space=space,
-        description=(
-            f"sparse Bayesian linear regression (App. K): {d_real} real + {num_extra} Bernoulli({extra_prob}) dims"
-        ),
+        space=Binary(d),
+        description=description,
         truth=Truth(mean=mean, cov=second - np.outer(mean, mean), marginals=marginals, source=source),
         initial_position=lambda key: jnp.asarray(start),
         metadata={"pairwise_marginals": pairwise, "x": x, "y": y, "hyper": hyper, "num_real": d_real},
