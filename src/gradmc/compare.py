@@ -35,23 +35,6 @@ __all__ = [
     "RANKING",
 ]
 
-#: The columns of the printed table, in order (a row also holds ``compile_s``,
-#: ``warmup_s``, ``grad_evals``, ``median_ess_per_grad`` and ``nonfinite``).
-COMPARE_COLUMNS = [
-    "sampler",
-    "wall_s",
-    "sampling_s",
-    "accept",
-    "ess_min",
-    "ess_median",
-    "min_ess_per_s",
-    "ess_per_grad",
-    "mean_err",
-    "sd_err",
-    "div_warmup",
-    "div_kept",
-]
-
 #: What the columns mean, one line each (printed under the table).
 COMPARE_LEGEND = {
     "wall_s": "seconds of the whole run, end to end: compilation + warm-up + kept draws (compile_s in table.json)",
@@ -69,6 +52,11 @@ COMPARE_LEGEND = {
     "nonfinite": "proposals rejected for a non-finite log density or gradient, warm-up and kept draws",
     "warnings": "the run's warnings (printed below the table); a run with warnings is ranked after the clean ones",
 }
+
+#: The columns of the printed table, in order: ``sampler``, then those of :data:`COMPARE_LEGEND` but
+#: ``nonfinite`` and ``warnings``, which show only when some run has them (a row also holds
+#: ``compile_s``, ``warmup_s``, ``grad_evals`` and ``median_ess_per_grad``).
+COMPARE_COLUMNS = ["sampler", *(column for column in COMPARE_LEGEND if column not in ("nonfinite", "warnings"))]
 
 #: What each plotted column is, as a figure's panel title and axis label.
 COMPARE_TITLES = {
@@ -122,16 +110,12 @@ def trace_row(trace: Trace, target: Target, wall_seconds: float | None = None) -
         The run's end-to-end seconds (default: its compilation, warm-up and sampling
         seconds added up).
     """
-    ess = diagnostics.ess_stats(trace.draws)
-    timing = trace.timing
-    grads = trace.num_grad_evals
+    ess, timing, grads = diagnostics.ess_stats(trace.draws), trace.timing, trace.num_grad_evals
+    if wall_seconds is None:
+        wall_seconds = timing["compile_s"] + timing["warmup_s"] + timing["sampling_s"]
     row = {
         "sampler": trace.sampler,
-        "wall_s": float(
-            wall_seconds
-            if wall_seconds is not None
-            else timing["compile_s"] + timing["warmup_s"] + timing["sampling_s"]
-        ),
+        "wall_s": float(wall_seconds),
         "compile_s": float(timing["compile_s"]),
         "warmup_s": float(timing["warmup_s"]),
         "sampling_s": trace.sampling_seconds,
@@ -149,8 +133,7 @@ def trace_row(trace: Trace, target: Target, wall_seconds: float | None = None) -
         "nonfinite": trace.num_nonfinite,
         "warnings": len(trace.warnings),
     }
-    truth = target.truth
-    if truth is not None and truth.mean is not None:
+    if (truth := target.truth) is not None and truth.mean is not None:
         flat = trace.draws.reshape(-1, target.dim)
         row["mean_err"] = _largest_error(flat.mean(0), truth.mean)
         if truth.variance is not None:
@@ -239,18 +222,10 @@ def compare(
     """
     target, init = resolve_target(target, init=init, space=space)
     rows, traces = [], {}
+    budget = {"num_chains": num_chains, "num_warmup": num_warmup, "num_draws": num_draws, "seed": seed}
     for spec in samplers:
         start = time.perf_counter()
-        trace = sample(
-            target,
-            spec,
-            num_chains=num_chains,
-            num_warmup=num_warmup,
-            num_draws=num_draws,
-            seed=seed,
-            progress=progress,
-            init=init,
-        )
+        trace = sample(target, spec, progress=progress, init=init, **budget)
         wall = time.perf_counter() - start
         name = trace.sampler if trace.sampler not in traces else f"{trace.sampler}#{len(traces)}"
         traces[name] = trace

@@ -68,39 +68,38 @@ def format_value_frequencies(posterior: dict, max_values: int = 5, r_hat=None, e
         How many variables are shown at most.
     """
     lines, worst, least, offset = [], [], [], 0
+
+    def mixing(most_r_hat, least_ess, bounds: bool) -> str:
+        at_most, at_least = ("at most ", "at least ") if bounds else ("", "")
+        return f"R-hat {at_most}{most_r_hat:.3f}, bulk ESS {at_least}{least_ess:.0f}"
+
     for name, value in posterior.items():
         value = np.asarray(value)
-        entries = slice(offset, offset + int(np.prod(value.shape[2:])))
-        offset = entries.stop
+        size = int(np.prod(value.shape[2:]))
+        entries, offset = slice(offset, offset + size), offset + size
         if not np.issubdtype(value.dtype, np.integer):
             continue
         values, counts = np.unique(value, return_counts=True)
         order = np.argsort(-counts, kind="stable")[:max_values]
         shares = ", ".join(f"{values[i]} {100 * counts[i] / value.size:.1f}%" for i in order)
-        label = name if value.ndim == 2 else f"{name} ({int(np.prod(value.shape[2:]))} entries pooled)"
+        label = name if value.ndim == 2 else f"{name} ({size} entries pooled)"
         more = f" ({len(order)} most frequent of {values.size} values)" if values.size > len(order) else ""
-        mixing, worst_here, least_here = "", np.nan, np.nan
+        mixed, worst_here, least_here = "", np.nan, np.nan
         if r_hat is not None and ess is not None:
             rhats, esses = np.asarray(r_hat, np.float64)[entries], np.asarray(ess, np.float64)[entries]
             if rhats.size and not np.all(np.isnan(rhats)) and not np.all(np.isnan(esses)):
-                many = value.ndim > 2
                 worst_here, least_here = np.nanmax(rhats), np.nanmin(esses)
-                mixing = (
-                    f"; R-hat {'at most ' if many else ''}{worst_here:.3f}, "
-                    f"bulk ESS {'at least ' if many else ''}{least_here:.0f}"
-                )
-        lines.append(f"  {label}: {shares}{more}{mixing}")
+                mixed = "; " + mixing(worst_here, least_here, value.ndim > 2)
+        lines.append(f"  {label}: {shares}{more}{mixed}")
         worst.append(worst_here)
         least.append(least_here)
     if len(lines) > max_lines:
-        ranked = np.argsort(-np.nan_to_num(np.asarray(worst), nan=-np.inf), kind="stable")
+        worst_all, least_all = np.asarray(worst), np.asarray(least)
+        ranked = np.argsort(-np.nan_to_num(worst_all, nan=-np.inf), kind="stable")
         shown, rest = np.sort(ranked[:max_lines]), ranked[max_lines:]
         summary = f"  and {rest.size} more"
-        if not np.all(np.isnan(np.asarray(worst)[rest])):
-            summary += (
-                f": R-hat at most {np.nanmax(np.asarray(worst)[rest]):.3f}, "
-                f"bulk ESS at least {np.nanmin(np.asarray(least)[rest]):.0f}"
-            )
+        if not np.all(np.isnan(worst_all[rest])):
+            summary += ": " + mixing(np.nanmax(worst_all[rest]), np.nanmin(least_all[rest]), True)
         lines = [lines[i] for i in shown] + [summary]
     heading = "values drawn of the discrete variables" + (
         f" ({max_lines} of {len(worst)} with the largest R-hat):" if len(worst) > max_lines else ":"
@@ -134,8 +133,7 @@ def _learned(params, prefix: str = "") -> list[str]:
         if name == JOINT_MOVES and joint_on is not None and not np.asarray(joint_on).any():
             continue  # the mode shift's moves per sweep, where warm-up left it off
         if isinstance(value, dict):
-            inner = _learned(value)
-            parts.append(f"{prefix}{name}: " + (", ".join(inner) if inner else "nothing"))
+            parts.append(f"{prefix}{name}: " + (", ".join(_learned(value)) or "nothing"))
             continue
         name = f"{prefix}{name}"
         if not hasattr(value, "shape"):
@@ -148,17 +146,16 @@ def _learned(params, prefix: str = "") -> list[str]:
         if x.ndim and (x.strides[0] == 0 or x.shape[0] == 1):
             x = x[:1]
         if x.ndim <= 1 or x[0].size == 1:
-            v = x.reshape(-1).astype(np.float64) if x.ndim else x.reshape(1).astype(np.float64)
+            v = x.reshape(-1).astype(np.float64)
             spread = "" if np.ptp(v) == 0 else f" ({_cell(v.min())}..{_cell(v.max())} over chains)"
             parts.append(f"{name} {_cell(float(np.median(v)))}{spread}")
         elif x.ndim == 3 and x.shape[1] == x.shape[2]:
             shared = x.shape[0] == 1 or np.array_equal(x, np.broadcast_to(x[:1], x.shape))
             matrices = x[:1] if shared else x
-            if not matrices.any():  # learned from a target without interactions (independent coordinates)
-                parts.append(f"{name} {x.shape[1]}x{x.shape[2]} (zero)")
-                continue
-            cond = float(np.median(np.linalg.cond(matrices.astype(np.float64))))
-            parts.append(f"{name} {x.shape[1]}x{x.shape[2]} (condition number {cond:.3g})")
+            what = "(zero)"  # learned from a target without interactions (independent coordinates)
+            if matrices.any():
+                what = f"(condition number {float(np.median(np.linalg.cond(matrices.astype(np.float64)))):.3g})"
+            parts.append(f"{name} {x.shape[1]}x{x.shape[2]} {what}")
         else:
             parts.append(f"{name} shape {x.shape[1:]}")
     return parts
@@ -192,10 +189,8 @@ def format_table(rows: Sequence[dict], columns: Sequence[str] | None = None, tit
     return "\n".join(out)
 
 
-NO_GRADIENTS = "n/a (no gradients)"
 #: The mark of a run with warnings in the comparison table and figure.
 WARNED = "(!)"
-NO_TRUTH = "n/a (no exact truth)"
 
 
 def format_compare(rows: Sequence[dict], title: str | None = None) -> str:
@@ -220,10 +215,10 @@ def format_compare(rows: Sequence[dict], title: str | None = None) -> str:
         if row.get("warnings"):
             cells["sampler"] = f"{row['sampler']} {WARNED}"
         if row.get("grad_evals") == 0:
-            cells["ess_per_grad"] = NO_GRADIENTS
+            cells["ess_per_grad"] = "n/a (no gradients)"
         for column in ("mean_err", "sd_err"):
             if math.isnan(row.get(column, math.nan)):
-                cells[column] = NO_TRUTH
+                cells[column] = "n/a (no exact truth)"
         shown.append(cells)
     width = max(len(c) for c in columns[1:])
     legend = ["columns:", *(f"  {c.ljust(width)}  {COMPARE_LEGEND[c]}" for c in columns[1:])]
@@ -323,18 +318,6 @@ def worst_first(r_hat, scalar, k: int, discrete=None) -> np.ndarray:
     return np.concatenate(order)[:k]
 
 
-def _discrete_mixing_series(posterior: dict) -> list[tuple[str, np.ndarray]]:
-    """What tells a discrete chain's mixing, each (chain, draw): the mean value of its
-    coordinates (the magnetisation of spins; categories by their index), and the share of
-    coordinates that differ from the chain's first kept draw.
-    """
-    values = named_coordinates(posterior)[0]
-    return [
-        ("mean value of the coordinates", values.mean(axis=-1)),
-        ("share of coordinates changed since the first draw", (values != values[:, :1]).mean(axis=-1)),
-    ]
-
-
 def _r_hat(values: np.ndarray) -> np.ndarray:
     """R-hat of each coordinate of (chain, draw, k) values; NaN for one chain or few draws."""
     from gradmc.diagnostics import summary
@@ -378,10 +361,13 @@ def trace_panels(trace, max_panels: int = 6, posterior: dict | None = None) -> l
 
     posterior = trace.posterior() if posterior is None else posterior
     panels: list[tuple[str, np.ndarray]] = []
-    if isinstance(trace.space, DiscreteSpace):
-        panels += _discrete_mixing_series(posterior)[:max_panels]
+    values, names, scalar, discrete = named_coordinates(posterior)
+    if isinstance(trace.space, DiscreteSpace):  # mean value: the magnetisation of spins, categories by index
+        panels += [
+            ("mean value of the coordinates", values.mean(axis=-1)),
+            ("share of coordinates changed since the first draw", (values != values[:, :1]).mean(axis=-1)),
+        ][:max_panels]
     else:
-        values, names, scalar, discrete = named_coordinates(posterior)
         ranked = values[:, :, :MAX_RANKED]
         r_hat = _r_hat(ranked)
         for i in worst_first(r_hat, scalar[:MAX_RANKED], max_panels, discrete[:MAX_RANKED]):
@@ -419,8 +405,7 @@ def plot_trace(trace, path: Path, *, max_panels: int = 6, title: str = "", poste
         ``trace.posterior()``, when the caller has it already.
     """
     panels = trace_panels(trace, max_panels, posterior)
-    plt = pyplot()
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 1.7 * len(panels)), sharex=True, squeeze=False)
+    fig, axes = pyplot().subplots(len(panels), 1, figsize=(8, 1.7 * len(panels)), sharex=True, squeeze=False)
     steps = np.arange(1, trace.draws.shape[1] + 1) * trace.thinning
     for ax, (label, value) in zip(axes[:, 0], panels, strict=True):
         for chain in value:
@@ -446,15 +431,18 @@ def plot_pairs(draws: np.ndarray, path: Path, *, title: str = "", max_points: in
     max_points : int
         At most about this many points are drawn (evenly thinned).
     """
-    plt = pyplot()
-    flat = draws.reshape(-1, draws.shape[-1])
-    step = max(1, flat.shape[0] // max_points)
-    fig, ax = plt.subplots(figsize=(5, 5))
-    ax.scatter(flat[::step, 0], flat[::step, 1], s=3, alpha=0.4)
-    ax.set_xlabel("x[0]")
-    ax.set_ylabel("x[1]")
+    fig, ax = pyplot().subplots(figsize=(5, 5))
+    _scatter(ax, draws, max_points, s=3, alpha=0.4)
     ax.set_title(title)
     return save_figure(fig, path)
+
+
+def _scatter(ax, draws: np.ndarray, max_points: int, **style) -> None:
+    """The first two coordinates of (chain, draw, d) ``draws``, chains pooled, thinned to about ``max_points``."""
+    flat = draws.reshape(-1, draws.shape[-1])
+    step = max(1, flat.shape[0] // max_points)
+    ax.scatter(flat[::step, 0], flat[::step, 1], **style)
+    ax.set(xlabel="x[0]", ylabel="x[1]")
 
 
 def plot_compare_bars(rows: Sequence[dict], metrics: Sequence[str], path: Path, *, title: str = "") -> Path:
@@ -475,11 +463,10 @@ def plot_compare_bars(rows: Sequence[dict], metrics: Sequence[str], path: Path, 
     title : str
         The figure's title.
     """
-    plt = pyplot()
     warned = [bool(r.get("warnings")) for r in rows]
     names = [f"{r['sampler']} {WARNED}" if w else r["sampler"] for r, w in zip(rows, warned, strict=True)]
     colours = ["tab:orange" if w else "tab:blue" for w in warned]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.8), squeeze=False)
+    fig, axes = pyplot().subplots(1, len(metrics), figsize=(4 * len(metrics), 3.8), squeeze=False)
     for ax, metric in zip(axes[0], metrics, strict=False):
         values = np.array([float(r.get(metric, np.nan)) for r in rows])
         ax.bar(names, np.nan_to_num(values), color=colours)
@@ -490,8 +477,7 @@ def plot_compare_bars(rows: Sequence[dict], metrics: Sequence[str], path: Path, 
             ax.set_yscale("log")
         heading, unit = COMPARE_TITLES.get(metric, (metric, metric))
         ax.set_title(heading, fontsize=10)
-        ax.set_ylabel(unit)
-        ax.set_xlabel("sampler, best first")
+        ax.set(ylabel=unit, xlabel="sampler, best first")
         ax.tick_params(axis="x", rotation=45)
     note = f"; {WARNED} orange: the run warned, ranked after the clean ones" if any(warned) else ""
     _suptitle(fig, f"{title}{note}" if title else note.lstrip("; "))
@@ -521,28 +507,20 @@ def plot_draws_over_density(
     import jax
     import jax.numpy as jnp
 
-    plt = pyplot()
     (x0, x1), (y0, y1) = bounds
     gx, gy = np.meshgrid(np.linspace(x0, x1, 200), np.linspace(y0, y1, 200))
     grid = jnp.stack([gx.ravel(), gy.ravel()], axis=-1)
-    logp = np.asarray(jax.jit(jax.vmap(logdensity_fn))(grid), dtype=np.float64).reshape(gx.shape)
-    logp = np.ma.masked_invalid(logp)
+    logp = np.ma.masked_invalid(np.asarray(jax.jit(jax.vmap(logdensity_fn))(grid), np.float64).reshape(gx.shape))
     levels = logp.max() - np.array([12.0, 8.0, 5.0, 3.0, 2.0, 1.0, 0.5])  # log-density contours
     n = len(draws_by_name)
     cols = min(n, 3)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 4 * rows), squeeze=False)
+    fig, axes = pyplot().subplots(rows, cols, figsize=(4 * cols, 4 * rows), squeeze=False)
     for ax in axes.ravel()[n:]:
         ax.axis("off")
     for ax, (name, draws) in zip(axes.ravel(), draws_by_name.items(), strict=False):
-        flat = draws.reshape(-1, draws.shape[-1])
-        step = max(1, flat.shape[0] // max_points)
         ax.contour(gx, gy, logp, levels=levels, colors="0.5", linewidths=0.7, linestyles="solid")
-        ax.scatter(flat[::step, 0], flat[::step, 1], s=2, alpha=0.5, color="tab:red")
-        ax.set_xlim(x0, x1)
-        ax.set_ylim(y0, y1)
-        ax.set_xlabel("x[0]")
-        ax.set_ylabel("x[1]")
-        ax.set_title(name)
+        _scatter(ax, draws, max_points, s=2, alpha=0.5, color="tab:red")
+        ax.set(xlim=(x0, x1), ylim=(y0, y1), title=name)
     _suptitle(fig, f"{title}: draws (chains pooled) over the log density's contours, 0.5 to 12 below its peak")
     return save_figure(fig, path)

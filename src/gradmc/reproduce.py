@@ -30,6 +30,10 @@ class MissingExtraError(ModuleNotFoundError):
     """A module of the ``experiments`` extra is not installed."""
 
 
+def _needs(what: str, module: str) -> str:
+    return f"{what} needs the optional dependencies: {EXTRA_HINT} (module {module!r} is not installed)"
+
+
 def missing_extra(error: ModuleNotFoundError) -> str | None:
     """The message naming the extra when ``error`` is about one of :data:`EXTRA_MODULES`, else None.
 
@@ -39,19 +43,7 @@ def missing_extra(error: ModuleNotFoundError) -> str | None:
         The error an experiment raised.
     """
     module = (error.name or "").split(".")[0]
-    if module not in EXTRA_MODULES:
-        return None
-    return f"this experiment needs the optional dependencies: {EXTRA_HINT} (module {module!r} is not installed)"
-
-
-def _require(module: str) -> None:
-    """Raise :class:`MissingExtraError` naming the extra when ``module`` is not installed."""
-    if importlib.util.find_spec(module) is None:
-        raise MissingExtraError(
-            f"the reproduction report needs the optional dependencies: {EXTRA_HINT} "
-            f"(module {module!r} is not installed)",
-            name=module,
-        )
+    return _needs("this experiment", module) if module in EXTRA_MODULES else None
 
 
 def run_experiment(name: str, out: Path, *, full: bool, seed: int, progress: bool) -> dict:
@@ -86,23 +78,14 @@ def run_experiment(name: str, out: Path, *, full: bool, seed: int, progress: boo
     try:
         text, ok = entry.constructor(out=folder, full=full, seed=seed, progress=progress), True
     except Exception as error:  # the report shows the error in place of the results
-        message = missing_extra(error) if isinstance(error, ModuleNotFoundError) else None
+        ok, message = False, (missing_extra(error) if isinstance(error, ModuleNotFoundError) else None)
+        text = "**This experiment failed:**\n\n```\n" + traceback.format_exc() + "```"
         if message is not None:
             text = f"**This experiment did not run:** {message}."
-        else:
-            text = "**This experiment failed:**\n\n```\n" + traceback.format_exc() + "```"
-        ok = False
     seconds = time.perf_counter() - t0
     (folder / "report.md").write_text(text + "\n")
     figures = sorted(p.name for p in folder.glob("*.png"))
-    return {
-        "name": name,
-        "ok": ok,
-        "text": text,
-        "seconds": seconds,
-        "figures": figures,
-        "description": entry.description,
-    }
+    return dict(name=name, ok=ok, text=text, seconds=seconds, figures=figures, description=entry.description)
 
 
 def _environment(full: bool, seed: int) -> str:
@@ -141,20 +124,14 @@ def run_all(out: Path, *, full: bool = False, seed: int = 0, progress: bool = Tr
     Path
         ``out/index.html``.
     """
-    _require("markdown")
+    if importlib.util.find_spec("markdown") is None:  # the HTML needs it: fail before any experiment runs
+        raise MissingExtraError(_needs("the reproduction report", "markdown"), name="markdown")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     names = list(names) if names else [e.name for e in registry.experiments()]
     results = [run_experiment(n, out / n, full=full, seed=seed, progress=progress) for n in names]
-    lines = [
-        "# gradmc: reproduction report",
-        "",
-        _environment(full, seed),
-        "",
-        "| experiment | status | wall time |",
-        "|---|---|---|",
-    ]
-    lines += [
+    lines = ["# gradmc: reproduction report", "", _environment(full, seed), ""]
+    lines += ["| experiment | status | wall time |", "|---|---|---|"] + [
         f"| [{r['name']}](#{r['name']}) | {'ok' if r['ok'] else 'FAILED'} | {r['seconds']:.0f} s |" for r in results
     ]
     for r in results:

@@ -119,29 +119,22 @@ def kernel(name: str, **options) -> PCDKernel:
     """
     opts = registry.kernel_options(name, **options)
     module: Any = registry.sampler_entry(name).kernel
-    if "M" in opts:  # pavg, block-gibbs
-        step_size = check_positive_param(f"{name} step size", opts["step_size"])
-        M = opts["M"]
-        if M is None:
-            raise ValueError(f"PCD kernel {name!r} needs M= (a matrix, or a function of the parameters returning one)")
-        if callable(M):
-            return PCDKernel(
-                module.init,
-                module.build_kernel(),
-                lambda theta: {"precond": cholesky_preconditioner(M(theta), step_size)},
-            )
-        return PCDKernel(module.init, module.build_kernel(), {"precond": make_preconditioner(np.asarray(M), step_size)})
     if module is gibbs:
-        if opts["scan"] != "random":
-            raise ValueError(
-                f"PCD re-initialises its chains every update: gibbs needs scan='random', got {opts['scan']!r}"
-            )
+        if (scan := opts["scan"]) != "random":
+            raise ValueError(f"PCD re-initialises its chains every update: gibbs needs scan='random', got {scan!r}")
         return PCDKernel(gibbs.init, gibbs.build_kernel("random"), {})
-    params = {}
+    params: Any = {}
     if "step_size" in opts:
-        params["step_size"] = check_positive_param(f"{name} step size", opts["step_size"])
+        params["step_size"] = step_size = check_positive_param(f"{name} step size", opts["step_size"])
     if "radius" in opts:
         params["radius"] = check_radius(opts["radius"])
+    if "M" in opts:  # pavg, block-gibbs: the preconditioner replaces the step size
+        if (M := opts["M"]) is None:
+            raise ValueError(f"PCD kernel {name!r} needs M= (a matrix, or a function of the parameters returning one)")
+        if callable(M):
+            params = lambda theta: {"precond": cholesky_preconditioner(M(theta), step_size)}  # noqa: E731
+        else:
+            params = {"precond": make_preconditioner(np.asarray(M), step_size)}
     return PCDKernel(module.init, module.build_kernel(), params)
 
 
@@ -320,13 +313,11 @@ class PCD:
         key, key_buffer = jax.random.split(key)
         if buffer is None:
             buffer = jax.vmap(self.space.sample_uniform)(jax.random.split(key_buffer, self.buffer_size))
-        buffer = jnp.asarray(buffer, jnp.float32)
-        if buffer.shape != (self.buffer_size,) + self.space.event_shape:
-            shape = (self.buffer_size,) + self.space.event_shape
+        buffer, shape = jnp.asarray(buffer, jnp.float32), (self.buffer_size,) + self.space.event_shape
+        if buffer.shape != shape:
             raise ValueError(f"buffer must have shape {shape}, got {buffer.shape}")
         # fit donates the state: never the caller's arrays
-        params = jax.tree.map(lambda x: jnp.array(x, copy=True), params)
-        buffer = jnp.array(buffer, copy=True)
+        params, buffer = jax.tree.map(lambda x: jnp.array(x, copy=True), (params, buffer))
         return PCDState(params, self.tx.init(params), buffer, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
 
     def contrastive_loss(self, params, negatives, positives):
@@ -377,16 +368,12 @@ class PCD:
         new_theta = optax.apply_updates(theta, updates)
         leaves = jax.tree.leaves((grads, new_theta))
         finite = jnp.isfinite(loss) & jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in leaves]))
-        keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(finite, n, o), new, old)  # noqa: E731
-        number = state.update + 1
-        new_state = PCDState(
-            keep(new_theta, theta),
-            keep(opt_state, state.opt_state),
-            state.buffer.at[index].set(negatives),
-            key,
-            number,
-            jnp.where((state.diverged_at == 0) & ~finite, number, state.diverged_at),
+        new_theta, opt_state = jax.tree.map(
+            lambda n, o: jnp.where(finite, n, o), (new_theta, opt_state), (theta, state.opt_state)
         )
+        number = state.update + 1
+        diverged_at = jnp.where((state.diverged_at == 0) & ~finite, number, state.diverged_at)
+        new_state = PCDState(new_theta, opt_state, state.buffer.at[index].set(negatives), key, number, diverged_at)
         return new_state, PCDInfo(loss, optax.tree.norm(grads), jnp.mean(acceptance), jnp.mean(nonfinite))
 
 
@@ -437,11 +424,6 @@ def _check_model(pcd: PCD, params, point, num_runs: int | None) -> None:
         ) from error
     if out.shape != ():
         raise ValueError(f"the model's log density must return a scalar, got shape {out.shape}")
-
-
-def _progress_bar(total: int, enabled: bool, desc: str):
-    quiet = not enabled or os.environ.get("CI") or not sys.stderr.isatty()
-    return tqdm(total=total, desc=desc, disable=bool(quiet), leave=False, unit="update")
 
 
 def fit(
@@ -505,7 +487,8 @@ def fit(
         state = jax.vmap(pcd.init, in_axes=(0, 0, None if buffer is None else 0))(keys, params, buffer)
         step = jax.jit(jax.vmap(pcd.update, in_axes=(0, None)), donate_argnums=0)
     history = []
-    bar = _progress_bar(num_updates, progress, desc)
+    quiet = not progress or os.environ.get("CI") or not sys.stderr.isatty()
+    bar = tqdm(total=num_updates, desc=desc, disable=bool(quiet), leave=False, unit="update")
     start = time.perf_counter()
     try:
         for n in range(1, num_updates + 1):
@@ -521,12 +504,8 @@ def fit(
                     f"PCD diverged at update {first} of {num_updates}{which}: the contrastive loss or its gradient "
                     "became non-finite; lower the learning rate, add a regulariser, or check the model"
                 )
-            record = {
-                "update": n,
-                "loss": np.asarray(info.loss),
-                "acceptance": np.asarray(info.acceptance_rate),
-                "nonfinite": np.asarray(info.nonfinite),
-            }
+            loss, acceptance, nonfinite = (np.asarray(x) for x in (info.loss, info.acceptance_rate, info.nonfinite))
+            record = {"update": n, "loss": loss, "acceptance": acceptance, "nonfinite": nonfinite}
             if callback is not None:
                 record.update(callback(n, state) or {})
             history.append(record)

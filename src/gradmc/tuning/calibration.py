@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradmc.adapt.warmup import bind
-from gradmc.base import BoundSampler, Sampler, Target
+from gradmc.base import Sampler, Target
 from gradmc.curvature.second_order import dhams_preconditioner, fit_w_gradients, fit_w_values, pdhams_preconditioner
 from gradmc.diagnostics.batch_means import zhoutan_ess
 from gradmc.discrete import hams
@@ -118,26 +118,8 @@ class GridResult(NamedTuple):
     best: int
 
 
-def _grid_point(kernel: Callable, init: Callable, point: dict) -> BoundSampler:
-    """A fixed kernel at one grid point; its steps record (f(s), acceptance)."""
-    return bind(
-        "grid-point",
-        init,
-        lambda key, state, **_: kernel(key, state, **point),
-        {},
-        lambda state, info, params: (state.logdensity, info.acceptance_rate),
-    )
-
-
 def grid_search(
-    kernel: Callable,
-    init: Callable,
-    positions,
-    params: dict,
-    *,
-    num_warmup: int,
-    num_draws: int,
-    seed: int = 0,
+    kernel: Callable, init: Callable, positions, params: dict, *, num_warmup: int, num_draws: int, seed: int = 0
 ) -> GridResult:
     """Run the chains of ``kernel`` for every grid point at once and score by ESS of f.
 
@@ -172,22 +154,16 @@ def grid_search(
     positions = jnp.asarray(positions)
     keys = run_keys(seed, positions.shape[0])
 
-    def run_point(point):
-        bound = _grid_point(kernel, init, point)
-        _, _, (f, acc) = run_chains(
-            bound, keys.chain, keys.init, positions, int(num_warmup), int(num_draws), lambda states, recorded: recorded
-        )
-        return f, acc
+    def run_point(point):  # a fixed kernel at one grid point; its steps record (f(s), acceptance)
+        step = lambda key, state, **_: kernel(key, state, **point)  # noqa: E731
+        bound = bind("grid-point", init, step, {}, lambda state, info, params: (state.logdensity, info.acceptance_rate))
+        return run_chains(bound, keys.chain, keys.init, positions, int(num_warmup), int(num_draws), lambda _, r: r)[2]
 
     f, acc = jax.jit(jax.vmap(run_point))(jax.tree.map(jnp.asarray, params))  # (G, draw, chain)
     f = np.swapaxes(np.asarray(f, np.float64), 1, 2)  # (G, chain, draw)
-    ess = np.array([_finite_ess(f[g]) for g in range(G)])
+    ess = np.array([zhoutan_ess(f[g]) for g in range(G)], np.float64)
+    ess[~np.isfinite(ess)] = 0.0
     return GridResult(ess, np.asarray(acc, np.float64).mean(axis=(1, 2)), int(np.nanargmax(ess)))
-
-
-def _finite_ess(f):
-    ess = zhoutan_ess(f)
-    return 0.0 if not np.isfinite(ess) else float(ess)
 
 
 def pick_in_bracket(result: GridResult, acceptance=(0.3, 0.95)) -> tuple[int, np.ndarray]:
@@ -238,15 +214,7 @@ def tune_scalar(
 
 
 def tune_pavg(
-    target: Target,
-    W,
-    deltas,
-    positions,
-    *,
-    num_warmup: int,
-    num_draws: int,
-    acceptance=(0.3, 0.95),
-    seed: int = 0,
+    target: Target, W, deltas, positions, *, num_warmup: int, num_draws: int, acceptance=(0.3, 0.95), seed: int = 0
 ) -> dict:
     """Algorithm 4 for PAVG (= PDHAMS(0, 0, 1)): run every δ, keep those whose mean acceptance
     lies in ``acceptance`` (all of them if none does), and return the best ESS of f.
@@ -268,19 +236,8 @@ def tune_pavg(
     acceptance : tuple of float
         The bracket of mean acceptance.
     """
-    return tune_pdhams(
-        target,
-        W,
-        deltas,
-        positions,
-        epsilon=0.0,
-        beta=1.0,
-        phis=(0.0,),
-        num_warmup=num_warmup,
-        num_draws=num_draws,
-        acceptance=acceptance,
-        seed=seed,
-    )
+    budget = {"num_warmup": num_warmup, "num_draws": num_draws, "acceptance": acceptance, "seed": seed}
+    return tune_pdhams(target, W, deltas, positions, epsilon=0.0, beta=1.0, phis=(0.0,), **budget)
 
 
 def tune_pdhams(
@@ -339,32 +296,21 @@ def tune_pdhams(
         return kernel(key, state, target.logdensity_fn, space, precond, epsilon, phi)
 
     init = lambda key, position: hams.init(position, target.logdensity_fn, key)  # noqa: E731
-    phi0 = jnp.zeros(deltas.size, jnp.float32)
+
+    def search(precond, phi, seed):
+        point = {"precond": precond, "phi": jnp.asarray(phi, jnp.float32)}
+        return grid_search(step, init, positions, point, num_warmup=num_warmup, num_draws=num_draws, seed=seed)
+
     scale = (1.0 / deltas) if dhams else np.ones_like(deltas)  # DHAMS φ → PDHAMS φ/δ
-    first = grid_search(
-        step, init, positions, {"precond": precond, "phi": phi0}, num_warmup=num_warmup, num_draws=num_draws, seed=seed
-    )
+    first = search(precond, np.zeros(deltas.size), seed)
     best, kept = pick_in_bracket(first, acceptance)
-    out = {
-        "delta": float(deltas[best]),
-        "phi": 0.0,
-        "grid": deltas,
-        "ess_f": first.ess_f,
-        "acceptance": first.acceptance,
-        "kept": kept,
-    }
+    out = dict(
+        delta=float(deltas[best]), phi=0.0, grid=deltas, ess_f=first.ess_f, acceptance=first.acceptance, kept=kept
+    )
     phis = np.asarray(phis, dtype=np.float64).reshape(-1)
     if phis.size > 1 or (phis.size == 1 and phis[0] != 0.0):
         one = jax.tree.map(lambda x: jnp.broadcast_to(x[best], (phis.size,) + x.shape[1:]), precond)
-        second = grid_search(
-            step,
-            init,
-            positions,
-            {"precond": one, "phi": jnp.asarray(phis * scale[best], jnp.float32)},
-            num_warmup=num_warmup,
-            num_draws=num_draws,
-            seed=seed + 1,
-        )
+        second = search(one, phis * scale[best], seed + 1)
         out.update(
             phi=float(phis[second.best]), phi_grid=phis, phi_ess_f=second.ess_f, phi_acceptance=second.acceptance
         )

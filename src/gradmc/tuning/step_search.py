@@ -138,18 +138,12 @@ def mean_jumps(
     chain_keys = jax.random.split(jax.random.fold_in(key, 1), num_chains)
     registered_sampler(sampler, **options, **{param: values[0]})  # checks the name and options
 
+    def mean_jump(states, stats):
+        return jnp.mean(stats.extra["jump"])
+
     def one_value(value):
         bound = registered_sampler(sampler, **options, **{param: value}).bind(target, num_warmup)
-        _, _, jumps = run_chains(
-            bound,
-            chain_keys,
-            init_keys,
-            positions,
-            num_warmup,
-            num_steps,
-            lambda states, stats: jnp.mean(stats.extra["jump"]),
-        )
-        return jnp.mean(jumps)
+        return jnp.mean(run_chains(bound, chain_keys, init_keys, positions, num_warmup, num_steps, mean_jump)[2])
 
     return np.asarray(jax.jit(jax.vmap(one_value))(values), np.float64)
 
@@ -202,10 +196,9 @@ def search(
     else:
         stages = [np.asarray(STEP_SIZE_GRID)]
     jumps = [mean_jumps(target, sampler, param, stages[0], **run)]
-    best = stages[0][int(np.nanargmax(jumps[0]))]
     if refine:
+        best = stages[0][int(np.nanargmax(jumps[0]))]
         stages.append(radius_grid(int(best), max_radius) if param == "radius" else decile_grid(float(best)))
         jumps.append(mean_jumps(target, sampler, param, stages[1], **run))
-        best = stages[1][int(np.nanargmax(jumps[1]))]
-    best = int(best) if param == "radius" else float(best)
+    best = (int if param == "radius" else float)(stages[-1][int(np.nanargmax(jumps[-1]))])
     return SearchResult(best, param, stages, jumps)
