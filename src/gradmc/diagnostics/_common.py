@@ -5,11 +5,13 @@ Draws are always shaped ``(chain, draw, *event)``, the ArviZ convention.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import warnings
 
 import numpy as np
+from scipy.fft import irfft, next_fast_len, rfft
 
 from gradmc.enumeration import check_values
 
@@ -35,10 +37,8 @@ def preload_arviz() -> None:
         return
 
     def load():
-        try:
+        with contextlib.suppress(Exception):  # reported by the foreground import, if it fails there too
             arviz()
-        except Exception:  # noqa: BLE001 - reported by the foreground import, if it fails there too
-            pass
 
     threading.Thread(target=load, name="gradmc-import-arviz", daemon=True).start()
 
@@ -71,17 +71,47 @@ def coord_names(event_shape: tuple[int, ...], prefix: str = "x") -> list[str]:
     return [f"{prefix}[{','.join(map(str, idx))}]" for idx in np.ndindex(*event_shape)]
 
 
+def scalar_or_array(x: np.ndarray):
+    """A 0-d result as a float, any other as the array itself."""
+    return float(x) if np.ndim(x) == 0 else x
+
+
+def column(result) -> np.ndarray:
+    """The float64 values, flat, of an ArviZ result for the draws of :func:`arviz_ess` (its variable ``x``)."""
+    return np.asarray(result["x"].values, dtype=np.float64).reshape(-1)
+
+
+def arviz_ess(series: np.ndarray, method: str) -> np.ndarray:
+    """ArviZ's ESS (``method``: "mean", "bulk", "tail", ...) of each column of ``series``
+    (chain, draw, k), shape (k,), without ArviZ's notes on shapes ("more chains than draws")."""
+    az = arviz()
+    with warnings.catch_warnings(action="ignore"):
+        return column(az.ess(az.convert_to_dataset(np.asarray(series, dtype=np.float64)), method=method))
+
+
 def ess_mean(series: np.ndarray) -> np.ndarray:
     """ArviZ's ESS for the mean (split chains, Geyer initial monotone sequence) of each column.
 
     ``series`` is (chain, draw, k); returns (k,). Used for the MCSE of any functional:
     MCSE(g) = sd(g) / sqrt(ESS(g)).
     """
-    az = arviz()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ds = az.convert_to_dataset(np.asarray(series, dtype=np.float64))
-        return np.asarray(az.ess(ds, method="mean")["x"].values, dtype=np.float64).reshape(-1)
+    return arviz_ess(series, "mean")
+
+
+def autocovariance_sums(x: np.ndarray) -> np.ndarray:
+    """``S_k = sum_t (x_t - xbar)(x_{t+k} - xbar)`` for k = 0..n-1 of each row of ``x`` (..., n),
+    by one FFT over all rows."""
+    n = x.shape[-1]
+    centred = x - x.mean(axis=-1, keepdims=True)
+    size = next_fast_len(2 * n)
+    spectrum = rfft(centred, size, axis=-1)
+    return irfft(spectrum * np.conj(spectrum), size, axis=-1)[..., :n]
+
+
+def mean_kl(q, p) -> np.ndarray:
+    """(1/d) sum_i KL(q_i || p_i) over the last two axes (d, k), with 0 log(0/p) = 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(q > 0, q * (np.log(q) - np.log(p)), 0.0).sum(axis=-1).mean(axis=-1)
 
 
 def value_indices(draws, values) -> np.ndarray:

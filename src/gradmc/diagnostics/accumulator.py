@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradmc.diagnostics._common import mean_kl
+
 __all__ = ["Accumulator"]
 
 
@@ -73,10 +75,7 @@ class Accumulator:
         p : array_like
             Exact marginals, shape ``(d, k)``.
         """
-        q = self.marginals()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(q > 0, q * (np.log(q) - np.log(p)), 0.0)
-        return terms.sum(-1).mean(-1)
+        return mean_kl(self.marginals(), p)
 
     def covariance_error(self, cov) -> np.ndarray:
         """‖M_q − M_p‖_F per chain, M_q the chain's sample covariance (ddof 1).

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradmc.diagnostics._common import as_draws, flat_coords
+from gradmc.diagnostics._common import as_draws, flat_coords, scalar_or_array
 
 __all__ = ["multivariate_ess", "zhoutan_ess"]
 
@@ -78,4 +78,4 @@ def zhoutan_ess(draws) -> np.ndarray | float:
     between = n * chain_means.var(axis=0, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         ess = np.where(between > 0, n * within / np.where(between > 0, between, 1.0), np.inf)
-    return float(ess) if ess.ndim == 0 else ess
+    return scalar_or_array(ess)

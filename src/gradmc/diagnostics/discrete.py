@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradmc.diagnostics._common import as_draws, value_indices
+from gradmc.diagnostics._common import as_draws, flat_coords, mean_kl, value_indices
 
 __all__ = [
     "empirical_marginals",
@@ -58,10 +58,7 @@ def empirical_pair_marginals(draws, values) -> np.ndarray:
 def marginal_kl(draws, marginals, values) -> np.ndarray:
     """(1/d) sum_i KL(q_i || p_i) per chain; ``marginals`` p is (d, k) (paper Table 5, ordinal)."""
     q = empirical_marginals(draws, values)
-    p = _check_table(marginals, q.shape[1:], "marginals", -1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(q > 0, q * (np.log(q) - np.log(p)), 0.0)
-    return terms.sum(axis=-1).mean(axis=-1)
+    return mean_kl(q, _check_table(marginals, q.shape[1:], "marginals", -1))
 
 
 def mean_abs_marginal_error(draws, marginals, values) -> np.ndarray:
@@ -92,8 +89,7 @@ def covariance_frobenius_error(draws, true_cov) -> np.ndarray:
 
     Rhodes & Gutmann take M_p from 100,000 exact samples; any (d, d) reference works.
     """
-    x = as_draws(draws)
-    x = x.reshape(x.shape[0], x.shape[1], -1)
+    x = flat_coords(as_draws(draws))
     d = x.shape[-1]
     ref = np.asarray(true_cov, dtype=np.float64)
     if ref.shape != (d, d):

@@ -28,8 +28,8 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
-from scipy.fft import irfft, next_fast_len, rfft
 
+from gradmc.diagnostics._common import autocovariance_sums
 from gradmc.spaces import Categorical, DiscreteSpace
 
 __all__ = ["DiscsESS", "discs_ess", "discs_ess_per_step", "discs_statistic", "discs_statistic_fn"]
@@ -118,10 +118,9 @@ def discs_statistic(draws, reference, space: DiscreteSpace) -> np.ndarray:
     ref = np.asarray(reference)
     if ref.shape != event:
         raise ValueError(f"reference must have the event shape {event} of {space}, got shape {ref.shape}")
-    if not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
-        raise ValueError(f"draws must be numeric, got dtype {x.dtype}")
-    if not (np.issubdtype(ref.dtype, np.number) or ref.dtype == bool):
-        raise ValueError(f"reference must be numeric, got dtype {ref.dtype}")
+    for what, arr in (("draws", x), ("reference", ref)):
+        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+            raise ValueError(f"{what} must be numeric, got dtype {arr.dtype}")
     ref_index = _indices(ref.astype(np.float64), space, "reference")
     index = _indices(x.astype(np.float64), space, "draws")
     return np.abs(index - ref_index).sum(axis=-1).astype(np.float64)
@@ -182,10 +181,7 @@ def discs_ess(statistic) -> np.ndarray:
         raise ValueError(f"statistic needs at least 2 draws per chain, got shape {x.shape}")
     if not np.all(np.isfinite(x)):
         raise ValueError("statistic has non-finite entries")
-    centred = x - x.mean(axis=-1, keepdims=True)
-    size = next_fast_len(2 * n)
-    spectrum = rfft(centred, size, axis=-1)
-    s = irfft(spectrum * np.conj(spectrum), size, axis=-1)[..., :n]  # S_k, k = 0..n-1
+    s = autocovariance_sums(x)  # S_k, k = 0..n-1
     lags = np.arange(n)
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = s / s[..., :1]  # S_k / S_0 = (n - k)/n · R_k

@@ -20,9 +20,17 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.fft import irfft, next_fast_len, rfft
 
-from gradmc.diagnostics._common import arviz, as_draws, coord_names, flat_coords
+from gradmc.diagnostics._common import (
+    arviz,
+    arviz_ess,
+    as_draws,
+    autocovariance_sums,
+    column,
+    coord_names,
+    flat_coords,
+    scalar_or_array,
+)
 
 __all__ = [
     "named_summary",
@@ -34,13 +42,6 @@ __all__ = [
     "geyer_ess",
     "ess_l1_statistic",
 ]
-
-
-def _dataset(x: np.ndarray):
-    az = arviz()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "more chains than draws" and similar shape notes
-        return az, az.convert_to_dataset(x)
 
 
 def summary(draws, truth=None, *, max_coords: int | None = None) -> dict[str, np.ndarray | list]:
@@ -60,23 +61,18 @@ def summary(draws, truth=None, *, max_coords: int | None = None) -> dict[str, np
         if int(max_coords) < 1:
             raise ValueError(f"max_coords must be >= 1, got {max_coords}")
         flat, names = flat[:, :, : int(max_coords)], names[: int(max_coords)]
-    az, ds = _dataset(flat)
-    k = flat.shape[-1]
-
-    def col(result):
-        return np.asarray(result["x"].values, dtype=np.float64).reshape(k)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    az, k = arviz(), flat.shape[-1]
+    with warnings.catch_warnings(action="ignore"):  # "more chains than draws" and similar shape notes
+        ds = az.convert_to_dataset(flat)
         table = {
             "name": names,
             "mean": flat.mean(axis=(0, 1)),
             "sd": flat.reshape(-1, k).std(axis=0, ddof=1),
-            "mcse_mean": col(az.mcse(ds, method="mean")),
-            "mcse_sd": col(az.mcse(ds, method="sd")),
-            "ess_bulk": col(az.ess(ds, method="bulk")),
-            "ess_tail": col(az.ess(ds, method="tail")),
-            "r_hat": col(az.rhat(ds)),
+            "mcse_mean": column(az.mcse(ds, method="mean")),
+            "mcse_sd": column(az.mcse(ds, method="sd")),
+            "ess_bulk": column(az.ess(ds, method="bulk")),
+            "ess_tail": column(az.ess(ds, method="tail")),
+            "r_hat": column(az.rhat(ds)),
         }
     # a coordinate that never changes has no autocorrelation to count its draws by
     constant = table["sd"] == 0
@@ -132,30 +128,24 @@ def ess_stats(draws, method: str = "bulk") -> dict[str, float]:
     """Minimum, median and maximum ESS (``method`` = "bulk" or "tail") over coordinates."""
     if method not in ("bulk", "tail"):
         raise ValueError(f"method must be 'bulk' or 'tail', got {method!r}")
-    flat = flat_coords(as_draws(draws, min_draws=4))
-    az, ds = _dataset(flat)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ess = np.asarray(az.ess(ds, method=method)["x"].values, dtype=np.float64).reshape(-1)
+    ess = arviz_ess(flat_coords(as_draws(draws, min_draws=4)), method)
     return {"min": float(np.min(ess)), "median": float(np.median(ess)), "max": float(np.max(ess))}
 
 
-def _scalar_or_array(x: np.ndarray):
-    return float(x) if x.ndim == 0 else x
+def _ess_per(ess, amount, what: str):
+    if not np.all(np.asarray(amount) > 0):
+        raise ValueError(f"{what} must be positive, got {amount}")
+    return scalar_or_array(np.asarray(ess, dtype=np.float64) / np.asarray(amount, dtype=np.float64))
 
 
 def ess_per_second(ess, seconds):
     """ESS divided by wall-clock seconds (``seconds`` > 0)."""
-    if not np.all(np.asarray(seconds) > 0):
-        raise ValueError(f"seconds must be positive, got {seconds}")
-    return _scalar_or_array(np.asarray(ess, dtype=np.float64) / np.asarray(seconds, dtype=np.float64))
+    return _ess_per(ess, seconds, "seconds")
 
 
 def ess_per_grad(ess, num_grad_evals):
     """ESS divided by the number of log-density+gradient evaluations (> 0)."""
-    if not np.all(np.asarray(num_grad_evals) > 0):
-        raise ValueError(f"num_grad_evals must be positive, got {num_grad_evals}")
-    return _scalar_or_array(np.asarray(ess, dtype=np.float64) / np.asarray(num_grad_evals, dtype=np.float64))
+    return _ess_per(ess, num_grad_evals, "num_grad_evals")
 
 
 def _geyer_tau(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -167,10 +157,7 @@ def _geyer_tau(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first pair whose (unbiased, S_k/(n-k)) autocorrelations sum to a negative number.
     """
     n = x.shape[-1]
-    centred = x - x.mean(axis=-1, keepdims=True)
-    size = next_fast_len(2 * n)
-    f = rfft(centred, size, axis=-1)
-    s = irfft(f * np.conj(f), size, axis=-1)[..., :n]  # S_k for k = 0..n-1
+    s = autocovariance_sums(x)
     with np.errstate(invalid="ignore", divide="ignore"):
         biased = s / s[..., :1]
         unbiased = biased * n / (n - np.arange(n))
@@ -211,5 +198,4 @@ def ess_l1_statistic(draws, reference_state) -> np.ndarray:
     ref = np.asarray(reference_state, dtype=np.float64)
     if ref.shape != x.shape[2:]:
         raise ValueError(f"reference_state must have the event shape {x.shape[2:]}, got {ref.shape}")
-    stat = np.abs(x - ref).reshape(x.shape[0], x.shape[1], -1).sum(-1)
-    return geyer_ess(stat)
+    return geyer_ess(flat_coords(np.abs(x - ref)).sum(-1))

@@ -49,7 +49,7 @@ import numpy as np
 
 from gradmc.base import COLLAPSE, FALLBACK, JOINT, RunWarning
 from gradmc.composed import LINEAR_CHOICE
-from gradmc.diagnostics._common import arviz
+from gradmc.diagnostics._common import arviz, column
 from gradmc.registry import Entry, Tuned, samplers
 from gradmc.spaces import Count, Product
 from gradmc.variables import entry_name
@@ -172,23 +172,21 @@ def _namer(trace: Trace, kept: np.ndarray | None) -> Namer:
     if variables is None:
         return fallback
     if trace.indices is not None:
-        base_index = np.asarray(kept[0, 0], np.int64)
-        k = space.num_values
-        return _variables_namer(
-            variables,
-            space.decode(base_index),
-            lambda flat_indices: space.decode(_each_moved(base_index, flat_indices, lambda v: (v + 1) % k)),
-            fallback,
-        )
-    if event_shape != variables.event_shape or (space is not None and space.is_discrete):
+        base_index, k = np.asarray(kept[0, 0], np.int64), space.num_values
+        base = space.decode(base_index)
+
+        def moved(flat_indices: np.ndarray) -> np.ndarray:
+            return space.decode(_each_moved(base_index, flat_indices, lambda v: (v + 1) % k))
+
+    elif event_shape != variables.event_shape or (space is not None and space.is_discrete):
         return fallback
-    base = np.nan_to_num(np.asarray(kept[0, 0], np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-    return _variables_namer(
-        variables,
-        base,
-        lambda flat_indices: _each_moved(base, flat_indices, lambda v: v + 1.0 + np.abs(v)).reshape(-1, *event_shape),
-        fallback,
-    )
+    else:
+        base = np.nan_to_num(np.asarray(kept[0, 0], np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+
+        def moved(flat_indices: np.ndarray) -> np.ndarray:
+            return _each_moved(base, flat_indices, lambda v: v + 1.0 + np.abs(v)).reshape(-1, *event_shape)
+
+    return _variables_namer(variables, base, moved, fallback)
 
 
 def _coords(flat_indices: np.ndarray, name: Namer) -> str:
@@ -196,9 +194,9 @@ def _coords(flat_indices: np.ndarray, name: Namer) -> str:
     return _listing(name(flat_indices[:_SHOWN]), len(flat_indices))
 
 
-def _chains(trace: Trace, chains) -> str:
-    """``"chain 2"`` or ``"chains 0, 3"`` (indices in the whole run)."""
-    labels = [str(trace.first_chain + int(c)) for c in chains]
+def _chains(trace: Trace, chains, counts: np.ndarray | None = None) -> str:
+    """``"chain 2"``, ``"chains 0, 3"`` or with ``counts`` ``"chains 0 (4), 3 (1)"`` (indices in the whole run)."""
+    labels = [f"{trace.first_chain + int(c)}" + ("" if counts is None else f" ({int(counts[c])})") for c in chains]
     return ("chain " if len(labels) == 1 else "chains ") + _listing(labels)
 
 
@@ -260,8 +258,7 @@ def _quiet_arviz():
     level = logger.level
     logger.setLevel(logging.CRITICAL)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             yield
     finally:
         logger.setLevel(level)
@@ -342,8 +339,7 @@ def _arviz_diagnostics(flat: np.ndarray, index: np.ndarray) -> dict[str, np.ndar
         for cols in _blocks(index.size, c * n):
             ds = az.convert_to_dataset(np.asarray(flat[:, :, index[cols]], dtype=np.float64))
             for m in methods:
-                result = az.rhat(ds) if m == "rhat" else az.ess(ds, method=m)
-                out[m][cols] = np.asarray(result["x"].values, dtype=np.float64).reshape(-1)
+                out[m][cols] = column(az.rhat(ds) if m == "rhat" else az.ess(ds, method=m))
     return out
 
 
@@ -354,8 +350,7 @@ def _kept(trace: Trace) -> np.ndarray | None:
     """The kept draws ``(chain, draw, ...)``: a discrete run's value indices when it keeps
     them (the same ranks, far fewer bytes), else ``trace.draws``.
     """
-    indices = getattr(trace, "indices", None)
-    return indices if indices is not None else trace.draws
+    return trace.draws if getattr(trace, "indices", None) is None else trace.indices
 
 
 def _frozen_chains(constant: np.ndarray, first: np.ndarray) -> np.ndarray:
@@ -372,25 +367,39 @@ def _frozen_chains(constant: np.ndarray, first: np.ndarray) -> np.ndarray:
 _DISAGREE = "the chains disagree"
 
 
-def _split_line(split: np.ndarray, name: Namer, k: int) -> str:
-    """The warning about coordinates constant within every chain but different between chains."""
-    return (
+def _split_line(const_all: np.ndarray, first: np.ndarray, frozen: np.ndarray, name: Namer) -> list[str]:
+    """The warning about coordinates constant within every chain (``const_all``) but different
+    between chains (their ``first`` values), unless every chain is ``frozen`` (the stuck-chain
+    warning says it).
+    """
+    split = np.flatnonzero(const_all & ~(first == first[:1]).all(axis=0))
+    if not split.size or frozen.all():
+        return []
+    return [
         f"{_coords(split, name)} never changed within any chain, yet differ between chains "
-        f"({split.size} of {k} coordinates): {_DISAGREE}, each stuck in its own state, and the draws cannot be "
-        "trusted; run longer, or use a sampler that moves between modes"
-    )
+        f"({split.size} of {const_all.size} coordinates): {_DISAGREE}, each stuck in its own state, and the draws "
+        "cannot be trusted; run longer, or use a sampler that moves between modes"
+    ]
+
+
+def _worst(score: np.ndarray, passed: np.ndarray, index: np.ndarray, name: Namer, value) -> tuple[int, str]:
+    """How many of the coordinates ``index`` did not pass, and the listing of the worst first
+    (highest ``score``, NaN highest), each with ``value(j)`` of its place ``j`` in ``index``.
+    """
+    worst = np.argsort(-np.nan_to_num(score, nan=np.inf), kind="stable")
+    worst = worst[~passed[worst]]
+    shown = worst[:_SHOWN]
+    labels = [f"{label} ({value(j)})" for label, j in zip(name(index[shown]), shown, strict=True)]
+    return worst.size, _listing(labels, worst.size)
 
 
 def _rhat_line(rhat: np.ndarray, index: np.ndarray, name: Namer, k: int, note: str) -> list[str]:
     """The R-hat warning for the coordinates ``index`` (of ``k``), worst first; NaN counts as failing."""
-    worst = np.argsort(-np.nan_to_num(rhat, nan=np.inf), kind="stable")
-    worst = worst[~(rhat[worst] <= RHAT_THRESHOLD)]
-    if not worst.size:
+    failed, listing = _worst(rhat, rhat <= RHAT_THRESHOLD, index, name, lambda j: f"{rhat[j]:.3g}")
+    if not failed:
         return []
-    shown = worst[:_SHOWN]
-    labels = [f"{label} ({rhat[j]:.3g})" for label, j in zip(name(index[shown]), shown, strict=True)]
     return [
-        f"R-hat above {RHAT_THRESHOLD} for {worst.size} of {k} coordinates: {_listing(labels, worst.size)}{note}: "
+        f"R-hat above {RHAT_THRESHOLD} for {failed} of {k} coordinates: {listing}{note}: "
         f"{_DISAGREE}, so they have not yet forgotten their starts or are stuck in different modes; run "
         "more warm-up and draws, or use a sampler that moves between modes"
     ]
@@ -400,9 +409,8 @@ def _mixing(draws: np.ndarray, name: Namer) -> tuple[list[str], np.ndarray]:
     """R-hat, ESS, non-finite draws and chains stuck in different states; and the frozen
     chains. ``name`` names the coordinates of ``draws`` in the messages.
     """
-    c, n = draws.shape[:2]
-    flat = draws.reshape(c, n, -1)
-    k = flat.shape[2]
+    flat = draws.reshape(*draws.shape[:2], -1)
+    c, n, k = flat.shape
     screen = _screen(flat)
     found = []
     frozen = _frozen_chains(screen.constant, screen.first)
@@ -414,9 +422,7 @@ def _mixing(draws: np.ndarray, name: Namer) -> tuple[list[str], np.ndarray]:
             "and the adapted step size"
         )
     const_all = screen.constant.all(axis=0) & screen.finite
-    split = np.flatnonzero(const_all & ~(screen.first == screen.first[:1]).all(axis=0))
-    if split.size and not frozen.all():  # all chains frozen: the stuck-chain warning says it
-        found.append(_split_line(split, name, k))
+    found += _split_line(const_all, screen.first, frozen, name)
     if n < 4:
         found.append(f"only {n} kept draws per chain: too few to judge convergence; run more draws (num_draws)")
         return found, frozen
@@ -430,16 +436,12 @@ def _mixing(draws: np.ndarray, name: Namer) -> tuple[list[str], np.ndarray]:
         found += _rhat_line(result["rhat"], index, name, k, scope)
     least = np.minimum(result["bulk"], result["tail"])  # NaN (undefined) counts as failing
     threshold = MIN_ESS if c > 1 else MIN_ESS_SINGLE_CHAIN
-    worst = np.argsort(np.nan_to_num(least, nan=-np.inf), kind="stable")
-    worst = worst[~(least[worst] >= threshold)]
-    if worst.size:
-        shown = worst[:_SHOWN]
-        labels = [
-            f"{label} (bulk {result['bulk'][j]:.0f}, tail {result['tail'][j]:.0f})"
-            for label, j in zip(name(index[shown]), shown, strict=True)
-        ]
+    failed, listing = _worst(
+        -least, least >= threshold, index, name, lambda j: f"bulk {result['bulk'][j]:.0f}, tail {result['tail'][j]:.0f}"
+    )
+    if failed:
         found.append(
-            f"ESS below {threshold} for {worst.size} of {k} coordinates: {_listing(labels, worst.size)}{scope}: "
+            f"ESS below {threshold} for {failed} of {k} coordinates: {listing}{scope}: "
             "means and quantiles from these draws are noisy; run more draws (num_draws), or a sampler that mixes "
             "better"
         )
@@ -450,17 +452,12 @@ def _moments_mixing(moments: dict, name: Namer) -> tuple[list[str], np.ndarray]:
     """The checks a run that kept no draws allows: classic R-hat from per-chain running
     means and variances, chains stuck in different states, and the frozen chains.
     """
-    mean, var = np.asarray(moments["mean"], np.float64), np.asarray(moments["var"], np.float64)
-    c, n = mean.shape[0], int(moments["count"])
-    mean, var = mean.reshape(c, -1), var.reshape(c, -1)
+    c, n = len(moments["mean"]), int(moments["count"])
+    mean, var = (np.asarray(moments[key], np.float64).reshape(c, -1) for key in ("mean", "var"))
     k = mean.shape[1]
-    constant = var == 0
-    frozen = _frozen_chains(constant, mean)
-    found = []
-    const_all = constant.all(axis=0)
-    split = np.flatnonzero(const_all & ~(mean == mean[:1]).all(axis=0))
-    if split.size and not frozen.all():
-        found.append(_split_line(split, name, k))
+    frozen = _frozen_chains(var == 0, mean)
+    const_all = (var == 0).all(axis=0)
+    found = _split_line(const_all, mean, frozen, name)
     if c > 1 and n > 1:
         rhat = _classic_rhat(mean[:, ~const_all], var[:, ~const_all], n)
         note = " (classic R-hat from running means and variances: the run kept no draws)"
@@ -552,9 +549,11 @@ _FALLBACK_LINE = (
 )
 
 
-def _fell_back(trace: Trace) -> bool:
-    """Whether a discrete sampler switched on its fallback move (:mod:`gradmc.discrete.fallback`)."""
-    return isinstance(trace.params, dict) and bool(np.any(np.asarray(trace.params.get(FALLBACK, False))))
+def _switched_on(trace: Trace, key: str) -> bool:
+    """Whether the warm-up switched on a move in any chain, ``params[key]``: a discrete sampler's
+    fallback move (``FALLBACK``, :mod:`gradmc.discrete.fallback`), a joint move (``JOINT``).
+    """
+    return isinstance(trace.params, dict) and bool(np.any(np.asarray(trace.params.get(key, False))))
 
 
 def _settled(trace: Trace, unmixed: bool) -> bool:
@@ -565,7 +564,7 @@ def _settled(trace: Trace, unmixed: bool) -> bool:
     pin), not because the gradient misjudged the log density.
     """
     jump = trace.stats.get("jump")
-    if not _fell_back(trace) or unmixed or jump is None or trace.thinning != 1:
+    if not _switched_on(trace, FALLBACK) or unmixed or jump is None or trace.thinning != 1:
         return False
     return bool(np.max(np.asarray(jump)) == 0)
 
@@ -574,10 +573,13 @@ def _warmup(trace: Trace, judged: _Judged, unmixed: bool = False) -> tuple[list[
     """What went wrong in warm-up, and the mask of its chains: a discrete sampler that switched
     on its fallback move gets one line saying so, in place of the adaptation checks of the
     proposal that froze, unless the run settled where the target puts its mass
-    (:func:`_settled`); any other, :func:`_adaptation`'s.
+    (:func:`_settled`); any other, the failed adaptation of each tuned setting.
     """
-    found, failed = _adaptation(trace, judged)
-    if not _fell_back(trace):
+    found, failed = [], np.zeros(trace.stats["acceptance_rate"].shape[0], bool)
+    for tuned in judged.adapting():
+        lines, chains = _tuned_adaptation(trace, tuned, judged.aim(tuned))
+        found, failed = found + lines, failed | chains
+    if not _switched_on(trace, FALLBACK):
         return found, failed
     return ([], np.zeros_like(failed)) if _settled(trace, unmixed) else ([_FALLBACK_LINE], np.ones_like(failed))
 
@@ -598,20 +600,9 @@ def _transitions(trace: Trace, judged: _Judged) -> list[str]:
             continue
         counts = np.asarray(trace.stats[name]).reshape(len(trace.stats[name]), -1).sum(axis=1)
         if counts.sum():
-            chains = np.flatnonzero(counts)
-            per = _listing([f"{trace.first_chain + int(i)} ({int(counts[i])})" for i in chains])
-            where = "chain" if chains.size == 1 else "chains"
-            found.append(f"{int(counts.sum())} {what} in the kept draws, in {where} {per}; {fix}")
+            chains = _chains(trace, np.flatnonzero(counts), counts)
+            found.append(f"{int(counts.sum())} {what} in the kept draws, in {chains}; {fix}")
     return found
-
-
-def _adapted(trace: Trace, tuned: Tuned) -> np.ndarray | None:
-    """The per-chain values ``(chain, ...)`` of the tuned setting, None when the run has none."""
-    if not isinstance(trace.params, dict) or tuned.param not in trace.params:
-        return None
-    value = np.asarray(trace.params[tuned.param], np.float64)
-    c = trace.stats["acceptance_rate"].shape[0]
-    return value.reshape(c, -1) if value.ndim and value.shape[0] == c else np.broadcast_to(value, (c, 1))
 
 
 def _held_at_bound(trace: Trace, c: int) -> np.ndarray:
@@ -627,32 +618,21 @@ def _held_at_bound(trace: Trace, c: int) -> np.ndarray:
     return held & (tuned[:, 0] != tuned[:, -1])
 
 
-def _adaptation(trace: Trace, judged: _Judged) -> tuple[list[str], np.ndarray]:
-    """Warm-up adaptation that failed, and the mask of its chains."""
-    c = trace.stats["acceptance_rate"].shape[0]
-    lines, failed = [], np.zeros(c, bool)
-    for tuned in judged.adapting():
-        found, chains = _tuned_adaptation(trace, tuned, judged.aim(tuned))
-        lines += found
-        failed |= chains
-    return lines, failed
-
-
 def _tuned_adaptation(trace: Trace, tuned: Tuned, aim) -> tuple[list[str], np.ndarray]:
     """The failed adaptation of one tuned setting, and the mask of its chains."""
     c = trace.stats["acceptance_rate"].shape[0]
     none = np.zeros(c, bool)
     warm = trace.warmup_stats.get("acceptance_rate")
-    value = _adapted(trace, tuned)
-    if warm is None or np.size(warm) == 0 or value is None:
-        return [], none
     name = tuned.param
+    if warm is None or np.size(warm) == 0 or not isinstance(trace.params, dict) or name not in trace.params:
+        return [], none
+    value = np.asarray(trace.params[name], np.float64)  # per chain, (chain, ...)
+    value = value.reshape(c, -1) if value.ndim and value.shape[0] == c else np.broadcast_to(value, (c, 1))
     warm = np.asarray(warm, np.float64).reshape(c, -1)
     late = warm[:, warm.shape[1] // 2 :]
     nonfinite = np.asarray(trace.warmup_stats.get("nonfinite", np.zeros_like(warm, bool)), bool).reshape(c, -1)
     finite = np.where(nonfinite[:, warm.shape[1] // 2 :], np.nan, late)  # a step size that overflowed
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # no finite proposal at all: NaN
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):  # no finite proposal at all: NaN
         late, late_finite = np.nanmean(late, axis=1), np.nanmean(finite, axis=1)
     invalid = ~(np.isfinite(value) & (value > 0)).all(axis=1)
     start = np.asarray(trace.warmup_stats.get("step_size", np.full_like(warm, np.nan)), np.float64).reshape(c, -1)
@@ -754,9 +734,7 @@ def _joint_moved(trace: Trace) -> bool:
     asked for, and when ``"auto"`` switched it on in warm-up (``params["joint"]``).
     """
     joint = trace.options.get(JOINT)
-    if not isinstance(joint, dict):
-        return False
-    return "when" not in joint or bool(np.any(np.asarray(trace.params.get(JOINT, False))))
+    return isinstance(joint, dict) and ("when" not in joint or _switched_on(trace, JOINT))
 
 
 #: A block summed out of the continuous moves as linear whose draws were accepted less often than

@@ -141,12 +141,8 @@ def moment_bias_variance(draws, mean, second_moment, checkpoints) -> dict[str, d
         "square": (np.diagonal(second, axis1=-2, axis2=-1), np.diag(m2)),
         "cross": (second[..., iu[0], iu[1]], m2[iu]),
     }
-    out = {}
-    for name, (est, truth) in estimates.items():
-        if est.shape[-1] == 0:
-            continue
-        out[name] = {
-            "bias2": np.mean((est.mean(axis=0) - truth) ** 2, axis=-1),
-            "var": np.mean(est.var(axis=0), axis=-1),
-        }
-    return out
+    return {
+        name: {"bias2": np.mean((est.mean(axis=0) - truth) ** 2, axis=-1), "var": np.mean(est.var(axis=0), axis=-1)}
+        for name, (est, truth) in estimates.items()
+        if est.shape[-1]  # no pairs for d = 1
+    }

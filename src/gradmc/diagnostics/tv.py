@@ -25,7 +25,7 @@ from itertools import combinations
 
 import numpy as np
 
-from gradmc.diagnostics._common import value_indices
+from gradmc.diagnostics._common import scalar_or_array, value_indices
 from gradmc.enumeration import ExactDistribution
 
 __all__ = ["tv_distance", "tv_bound", "tv_marginals"]
@@ -43,7 +43,7 @@ def tv_distance(empirical_counts, exact_probs) -> np.ndarray | float:
     if np.any(total <= 0):
         raise ValueError("empirical_counts must contain at least one draw")
     tv = 0.5 * np.abs(counts / total - p / p.sum(axis=-1, keepdims=True)).sum(axis=-1)
-    return float(tv) if np.ndim(tv) == 0 else tv
+    return scalar_or_array(tv)
 
 
 def tv_bound(num_states: int, ess, p: float = 0.01, probs=None) -> float:
