@@ -717,10 +717,14 @@ def change_point(counts):
 
 
 @pytest.mark.slow
-def test_a_change_point_is_exact():
+@pytest.mark.parametrize("window", [None, 4])
+def test_a_change_point_is_exact(window):
     """Exponential(0.5) = Gamma(1, 0.5) rates are conjugate to the Poisson counts, so
     p(s | y) ∝ Π over the two segments of Γ(1 + S) / (0.5 + n)^(1 + S) (S the segment's
-    total, n its length), and early | s, y ~ Gamma(1 + S_early, 0.5 + s).
+    total, n its length), and early | s, y ~ Gamma(1 + S_early, 0.5 + s). With a window,
+    the change point's Gibbs draws from 9 years around the current one, with its MH test;
+    its chain runs from seed 5, as seed 3 falls in the test's 1 % tail for it (z = 3.2 on the
+    early rate's mean; 0.9, 0.9 and -0.4 at seeds 4-6, and -0.7 at ten times the draws).
     """
     from scipy.special import gammaln
 
@@ -740,8 +744,9 @@ def test_a_change_point_is_exact():
     var = probs @ (shape * (shape + 1) / rate**2) - mean**2
 
     target = gradmc.from_numpyro(change_point, YEARLY_COUNTS)
-    trace = gradmc.sample(target, "auto", num_draws=2000, seed=3, progress=False)
-    assert trace.sampler == "early+late=nuts, s=gibbs"
+    choice = "auto" if window is None else {"s": gradmc.sampler("gibbs", radius=window)}
+    trace = gradmc.sample(target, choice, num_draws=2000, seed=3 if window is None else 5, progress=False)
+    assert trace.sampler == "early+late=nuts, s=gibbs" + ("" if window is None else f" (window {window})")
     posterior = trace.posterior()
     exact = ExactDistribution(s.astype(float), 1, probs, 0.0)
     assert_tv_within_bound(posterior["s"][..., None].astype(float), exact, p=0.01)

@@ -663,6 +663,11 @@ def blocks(
     return result
 
 
+def _windowed(block: Block) -> bool:
+    """Whether ``block``'s single-site Gibbs draws from a window of values (its name says so)."""
+    return block.sampler.name == FLAT_CHOICE and block.sampler.options.get("radius") is not None
+
+
 def _combined_stats(stats: list, labels: list[str], refreshes: int):
     """One step's statistics from its blocks': the log density after the sweep (the joint's),
     the blocks' mean acceptance, every evaluation counted; each block's acceptance rate
@@ -1096,6 +1101,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     sums_out = f" (summing out {'+'.join(summed)})" if summed else ""
     name = ", ".join(
         f"{block.label}={block.sampler.name}"
+        + (f" (window {block.sampler.options['radius']})" if _windowed(block) else "")
         + (" (whitened)" if whiten and block in real else "")
         + (sums_out if block in real else "")
         for block in layout

@@ -25,7 +25,7 @@ from gradmc.adapt.warmup import bind
 from gradmc.base import Target
 from gradmc.diagnostics.ess import geyer_ess
 from gradmc.diagnostics.health import RunWarning
-from gradmc.discrete import avg, block_gibbs, fallback, gwg, ncg, ordinal_ncg, proposals
+from gradmc.discrete import avg, block_gibbs, fallback, gibbs, gwg, ncg, ordinal_ncg, proposals
 from gradmc.discrete.gradient_samplers import MAX_STEP_SIZE, TARGET_ACCEPT
 from gradmc.registry import sampler as recipe
 from gradmc.run import run_chains as drive_sampler
@@ -621,6 +621,53 @@ def test_tv_bound_detects_ordinal_ncg_with_the_wrong_normaliser(wide_probs):
     out = run_chains(sampler, TARGET, num_chains=NUM_CHAINS, num_draws=NUM_DRAWS, seed=5)
     tv, bound = tv_and_bound(WIDE, out["index"], wide_probs)
     assert tv > bound, f"wrong kernel not detected: TV {tv:.4f} <= bound {bound:.4f}"
+
+
+@pytest.mark.parametrize("radius", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_gibbs_on_a_window_of_values_matches_exact_distribution(radius, wide_probs):
+    """Gibbs drawing from the conditional on 2r + 1 values around the current one keeps the
+    exact law by its MH test, where the windows at the ends of the value set hold fewer values."""
+    sampler = recipe("gibbs", radius=radius).bind(TARGET, 0)
+    out = run_chains(sampler, TARGET, num_chains=NUM_CHAINS, num_draws=NUM_DRAWS, seed=5)
+    assert out["finite"].all() and not out["stats"].nonfinite.any()
+    tv, bound = tv_and_bound(WIDE, out["index"], wide_probs)
+    assert tv < bound, f"gibbs r={radius}: TV {tv:.4f} >= bound {bound:.4f}"
+    index = out["index"].astype(np.int32)
+    assert np.abs(np.diff(index, axis=1)).max() <= radius  # one site a step, within its window
+    acceptance = np.asarray(out["stats"].acceptance_rate)
+    assert acceptance.min() < 1 and acceptance.mean() > 0.5  # the test rejects some moves, not most
+
+
+def _window_draw_without_test(key, state, logdensity_fn, space, radius):
+    """Gibbs on a window of values, every draw kept: wrong wherever the windows' normalisers differ."""
+    key_site, key_value = jax.random.split(key)
+    site = jax.random.randint(key_site, (), 0, space.d)
+    window = space.to_index(state.position[site]) + jnp.arange(-radius, radius + 1)
+    candidates, logits, _ = gibbs._conditional(state.position, site, window, logdensity_fn, space)
+    chosen = proposals.sample_logits(key_value, logits)
+    new = gibbs.GibbsState(candidates[chosen], logits[chosen], state.counter + 1)
+    jump = jnp.sum(jnp.abs(new.position - state.position))
+    return new, proposals.DiscreteInfo(jnp.float32(1), jnp.bool_(True), jnp.bool_(False), jnp.float32(0), jump)
+
+
+def test_tv_bound_detects_gibbs_on_a_window_without_its_test(wide_probs):
+    sampler = bind(
+        "window-gibbs-without-test",
+        lambda key, x: gibbs.init(x, TARGET.logdensity_fn),
+        lambda key, state: _window_draw_without_test(key, state, TARGET.logdensity_fn, WIDE, 1),
+        {},
+        lambda state, info, params: proposals.stats(state, info, num_grad_evals=0),
+    )
+    out = run_chains(sampler, TARGET, num_chains=NUM_CHAINS, num_draws=NUM_DRAWS, seed=5)
+    tv, bound = tv_and_bound(WIDE, out["index"], wide_probs)
+    assert tv > bound, f"wrong kernel not detected: TV {tv:.4f} <= bound {bound:.4f}"
+
+
+def test_gibbs_radius_needs_ordered_values_and_an_integer():
+    with pytest.raises(ValueError, match="Ordinal or Count"):
+        recipe("gibbs", radius=2).bind(TARGETS["binary"], 0)
+    with pytest.raises(ValueError, match="radius"):
+        recipe("gibbs", radius=0).bind(TARGET, 0)
 
 
 def test_an_ordinal_ncg_window_holding_every_value_is_ncg():

@@ -6,6 +6,14 @@ k values of coordinate i at once (``vmap``). ``scan="random"`` picks i uniformly
 ``scan="systematic"`` visits 0, 1, …, d−1, 0, … (d steps make one sweep). Values whose
 log density is NaN/+inf get probability 0 and the step is flagged ``nonfinite``.
 Gradient-free; acceptance is 1.
+
+With a ``radius`` r, coordinate i draws its new value index j' from the conditional
+restricted to the window W(j) = {j − r, …, j + r} of its current index j (fewer values at
+the ends of the value set), q(j' | j) = p(j') / Z(W(j)), and the move is accepted with
+probability min(1, Z(W(j)) / Z(W(j'))): the Metropolis–Hastings ratio p(j') q(j | j') /
+(p(j) q(j' | j)), as j lies in W(j') exactly when j' lies in W(j). A step then evaluates
+2 (2r + 1) values instead of k, for ordered values with many levels (a change point's year,
+a count) whose conditional is local.
 """
 
 from __future__ import annotations
@@ -61,13 +69,28 @@ def check_scan(scan: str) -> str:
     return scan
 
 
-def build_kernel(scan: str = "random"):
+def _conditional(position, site, indices, logdensity_fn: Callable, space: DiscreteSpace):
+    """``(candidates, logits, bad)``: ``position`` with coordinate ``site`` at each value index of
+    ``indices`` and their log densities, -inf outside the value set and where NaN/+inf (``bad``).
+    """
+    inside = (indices >= 0) & (indices < space.num_values)
+    values = jnp.asarray(space.values, position.dtype)[jnp.clip(indices, 0, space.num_values - 1)]
+    candidates = jax.vmap(lambda v: position.at[site].set(v))(values)
+    logits = jax.vmap(logdensity_fn)(candidates)
+    bad = inside & (jnp.isnan(logits) | (logits == jnp.inf))
+    return candidates, jnp.where(inside & ~bad, logits, -jnp.inf), bad
+
+
+def build_kernel(scan: str = "random", radius: int | None = None):
     """``kernel(key, state, logdensity_fn, space) -> (GibbsState, DiscreteInfo)``.
 
     Parameters
     ----------
     scan : {"random", "systematic"}
         Which coordinate a step updates: uniformly random, or 0, 1, …, d−1 in turn.
+    radius : int, optional
+        Draw from the conditional on the window of this many value indices either side of
+        the current one, with the MH test of the module doc (default: every value, exactly).
     """
     check_scan(scan)
 
@@ -77,27 +100,38 @@ def build_kernel(scan: str = "random"):
             site = jax.random.randint(key_site, (), 0, space.d)
         else:
             site = state.counter % space.d
-        values = jnp.asarray(space.values, state.position.dtype)
-        candidates = jax.vmap(lambda v: state.position.at[site].set(v))(values)
-        logits = jax.vmap(logdensity_fn)(candidates)
-        bad = jnp.isnan(logits) | (logits == jnp.inf)
-        logits = jnp.where(bad, -jnp.inf, logits)
-        any_valid = jnp.any(jnp.isfinite(logits))
         current = space.to_index(state.position[site])
-        value = jnp.where(any_valid, sample_logits(key_value, logits), current)
+        whole = radius is None or 2 * radius + 1 >= space.num_values
+        offsets = jnp.arange(space.num_values) if whole else jnp.arange(-radius, radius + 1)
+        window = offsets if whole else current + offsets
+        if not whole:
+            key_value, key_test = jax.random.split(key_value)
+        candidates, logits, bad = _conditional(state.position, site, window, logdensity_fn, space)
+        any_valid = jnp.any(jnp.isfinite(logits))
+        chosen = jnp.where(any_valid, sample_logits(key_value, logits), jnp.argmax(window == current))
+        accepted, acceptance = jnp.bool_(True), jnp.float32(1.0)
+        if not whole:  # the reverse window's normaliser: min(1, Z(W(j)) / Z(W(j')))
+            _, back, bad_back = _conditional(state.position, site, window[chosen] + offsets, logdensity_fn, space)
+            log_ratio = jax.nn.logsumexp(logits) - jax.nn.logsumexp(back)
+            acceptance = jnp.where(any_valid, jnp.minimum(1.0, jnp.exp(log_ratio)), 0.0).astype(jnp.float32)
+            accepted = jax.random.uniform(key_test) < acceptance
+            bad = jnp.concatenate([bad, bad_back])
+        moved = any_valid & accepted
         new = GibbsState(
-            candidates[value],
-            jnp.where(any_valid, logits[value], state.logdensity),
+            jnp.where(moved, candidates[chosen], state.position),
+            jnp.where(moved, logits[chosen], state.logdensity),
             state.counter + 1,
         )
         jump = l1_jump(new.position, state.position)
-        info = DiscreteInfo(jnp.float32(1.0), jnp.bool_(True), jnp.any(bad), jnp.float32(0.0), jump)
+        info = DiscreteInfo(acceptance, moved, jnp.any(bad), jnp.float32(0.0), jump)
         return new, info
 
     return kernel
 
 
-def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, scan: str = "random") -> SamplingAlgorithm:
+def as_top_level_api(
+    logdensity_fn: Callable, space: DiscreteSpace, scan: str = "random", radius: int | None = None
+) -> SamplingAlgorithm:
     """BlackJAX-style ``SamplingAlgorithm`` of single-site Gibbs.
 
     Parameters
@@ -108,5 +142,7 @@ def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, scan: str = 
         The target's space.
     scan : {"random", "systematic"}
         Which coordinate a step updates.
+    radius : int, optional
+        The window's half-width in value indices (default: every value).
     """
-    return build_sampling_algorithm(build_kernel(scan), init, logdensity_fn, kernel_args=(space,))
+    return build_sampling_algorithm(build_kernel(scan, radius), init, logdensity_fn, kernel_args=(space,))

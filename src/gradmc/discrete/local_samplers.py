@@ -21,7 +21,7 @@ from gradmc.discrete.gradient_samplers import (
 )
 from gradmc.discrete.proposals import check_space, stats
 from gradmc.registry import TARGET_ACCEPT_OPTION, WARMUP_RULE_OPTION, Tuned
-from gradmc.spaces import Categorical, DiscreteSpace
+from gradmc.spaces import Categorical, DiscreteSpace, Ordinal
 
 __all__ = [
     "RANDOM_WALK_ACCEPT",
@@ -269,21 +269,31 @@ def build_mh_uniform(
 
 @register_discrete(
     "gibbs",
-    "single-site Gibbs from exact full conditionals, random or systematic scan (one coordinate per step)",
+    "single-site Gibbs from exact full conditionals, random or systematic scan (one coordinate per step); "
+    "on ordered values optionally from a window of values around the current one, with an MH test",
     kernel=gibbs,
-    kernel_options=("scan",),
+    kernel_options=("scan", "radius"),
     gradient=False,
     exact_conditionals=True,
-    options={"scan": 'One of {"random", "systematic"}: which coordinate a step updates.'},
+    options={
+        "scan": 'One of {"random", "systematic"}: which coordinate a step updates.',
+        "radius": "On an Ordinal or Count space: draw from the conditional on the window of this many values either "
+        "side of the current one, with an MH test (2 (2r + 1) evaluations a step); default every value.",
+    },
 )
-def build_gibbs(target: Target, num_warmup: int, scan: str = "random"):
+def build_gibbs(target: Target, num_warmup: int, scan: str = "random", radius: int | None = None):
     """Single-site Gibbs (:mod:`gradmc.discrete.gibbs`). One step = one coordinate update
-    (k log-density evaluations, batched); d steps make a sweep.
+    (k log-density evaluations, batched, or 2 (2r + 1) with a window of radius r); d steps
+    make a sweep.
     """
     del num_warmup
     space = check_space(target, "gibbs")
-    kernel = gibbs.build_kernel(gibbs.check_scan(scan))
-    k = space.num_values
+    if radius is not None:
+        if not isinstance(space, Ordinal):
+            raise ValueError(f"gibbs's radius moves along ordered values: an Ordinal or Count space, got {space}")
+        radius = int(check_radius(radius))
+    kernel = gibbs.build_kernel(gibbs.check_scan(scan), radius)
+    k = space.num_values if radius is None else min(space.num_values, 2 * (2 * radius + 1))
     return bind(
         "gibbs",
         lambda key, position: gibbs.init(position, target.logdensity_fn),
