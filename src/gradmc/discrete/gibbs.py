@@ -11,9 +11,9 @@ With a ``radius`` r, coordinate i draws its new value index j' from the conditio
 restricted to the window W(j) = {j − r, …, j + r} of its current index j (fewer values at
 the ends of the value set), q(j' | j) = p(j') / Z(W(j)), and the move is accepted with
 probability min(1, Z(W(j)) / Z(W(j'))): the Metropolis–Hastings ratio p(j') q(j | j') /
-(p(j) q(j' | j)), as j lies in W(j') exactly when j' lies in W(j). A step then evaluates
-2 (2r + 1) values instead of k, for ordered values with many levels (a change point's year,
-a count) whose conditional is local.
+(p(j) q(j' | j)), as j lies in W(j') exactly when j' lies in W(j). Both windows lie in the
+4r + 1 values around j, which a step evaluates in one batch instead of k: for ordered values
+with many levels (a change point's year, a count) whose conditional is local.
 """
 
 from __future__ import annotations
@@ -102,20 +102,23 @@ def build_kernel(scan: str = "random", radius: int | None = None):
             site = state.counter % space.d
         current = space.to_index(state.position[site])
         whole = radius is None or 2 * radius + 1 >= space.num_values
-        offsets = jnp.arange(space.num_values) if whole else jnp.arange(-radius, radius + 1)
-        window = offsets if whole else current + offsets
-        if not whole:
+        if whole:
+            window = jnp.arange(space.num_values)
+            candidates, logits, bad = _conditional(state.position, site, window, logdensity_fn, space)
+        else:  # one batch holds both windows: W(j) and every W(j') with j' in W(j)
             key_value, key_test = jax.random.split(key_value)
-        candidates, logits, bad = _conditional(state.position, site, window, logdensity_fn, space)
+            span = current + jnp.arange(-2 * radius, 2 * radius + 1)
+            span_candidates, span_logits, bad = _conditional(state.position, site, span, logdensity_fn, space)
+            window = span[radius : 3 * radius + 1]
+            candidates, logits = span_candidates[radius : 3 * radius + 1], span_logits[radius : 3 * radius + 1]
         any_valid = jnp.any(jnp.isfinite(logits))
         chosen = jnp.where(any_valid, sample_logits(key_value, logits), jnp.argmax(window == current))
         accepted, acceptance = jnp.bool_(True), jnp.float32(1.0)
-        if not whole:  # the reverse window's normaliser: min(1, Z(W(j)) / Z(W(j')))
-            _, back, bad_back = _conditional(state.position, site, window[chosen] + offsets, logdensity_fn, space)
+        if not whole:  # the reverse window W(j') starts at span index `chosen`: min(1, Z(W(j)) / Z(W(j')))
+            back = jax.lax.dynamic_slice(span_logits, (chosen,), (2 * radius + 1,))
             log_ratio = jax.nn.logsumexp(logits) - jax.nn.logsumexp(back)
             acceptance = jnp.where(any_valid, jnp.minimum(1.0, jnp.exp(log_ratio)), 0.0).astype(jnp.float32)
             accepted = jax.random.uniform(key_test) < acceptance
-            bad = jnp.concatenate([bad, bad_back])
         moved = any_valid & accepted
         new = GibbsState(
             jnp.where(moved, candidates[chosen], state.position),
