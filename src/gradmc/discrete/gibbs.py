@@ -2,7 +2,8 @@
 
 One step updates one coordinate i from its exact full conditional
 p(s_i = v | s_{−i}) ∝ exp f(s with s_i = v), found by evaluating the log density at all
-k values of coordinate i at once (``vmap``). ``scan="random"`` picks i uniformly;
+k values of coordinate i at once (``vmap``): k − 1 evaluations, as the state carries f at
+the current value. ``scan="random"`` picks i uniformly;
 ``scan="systematic"`` visits 0, 1, …, d−1, 0, … (d steps make one sweep). Values whose
 log density is NaN/+inf get probability 0 and the step is flagged ``nonfinite``.
 Gradient-free; acceptance is 1.
@@ -102,9 +103,19 @@ def build_kernel(scan: str = "random", radius: int | None = None):
             site = state.counter % space.d
         current = space.to_index(state.position[site])
         whole = radius is None or 2 * radius + 1 >= space.num_values
-        if whole:
-            window = jnp.arange(space.num_values)
-            candidates, logits, bad = _conditional(state.position, site, window, logdensity_fn, space)
+        if whole:  # the other k - 1 values evaluated; the current one's log density is the state's
+            k = space.num_values
+            window = jnp.arange(k)
+            others = (current + jnp.arange(1, k)) % k
+            other_candidates, other_logits, bad = _conditional(state.position, site, others, logdensity_fn, space)
+            current_bad = jnp.isnan(state.logdensity) | (state.logdensity == jnp.inf)
+            bad = jnp.any(bad) | current_bad
+            candidates = jnp.broadcast_to(state.position, (k, *state.position.shape)).at[others].set(other_candidates)
+            logits = (
+                jnp.full(k, jnp.where(current_bad, -jnp.inf, state.logdensity), other_logits.dtype)
+                .at[others]
+                .set(other_logits)
+            )
         else:  # one batch holds both windows: W(j) and every W(j') with j' in W(j)
             key_value, key_test = jax.random.split(key_value)
             span = current + jnp.arange(-2 * radius, 2 * radius + 1)

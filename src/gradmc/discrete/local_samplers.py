@@ -283,7 +283,7 @@ def build_mh_uniform(
 )
 def build_gibbs(target: Target, num_warmup: int, scan: str = "random", radius: int | None = None):
     """Single-site Gibbs (:mod:`gradmc.discrete.gibbs`). One step = one coordinate update
-    (k log-density evaluations, batched, or 4r + 1 with a window of radius r); d steps
+    (k − 1 log-density evaluations, batched, or 4r + 1 with a window of radius r); d steps
     make a sweep.
     """
     del num_warmup
@@ -293,7 +293,7 @@ def build_gibbs(target: Target, num_warmup: int, scan: str = "random", radius: i
             raise ValueError(f"gibbs's radius moves along ordered values: an Ordinal or Count space, got {space}")
         radius = int(check_radius(radius))
     kernel = gibbs.build_kernel(gibbs.check_scan(scan), radius)
-    k = space.num_values if radius is None or 2 * radius + 1 >= space.num_values else 4 * radius + 1
+    k = space.num_values - 1 if radius is None or 2 * radius + 1 >= space.num_values else 4 * radius + 1
     return bind(
         "gibbs",
         lambda key, position: gibbs.init(position, target.logdensity_fn),
