@@ -663,6 +663,36 @@ def test_tv_bound_detects_gibbs_on_a_window_without_its_test(wide_probs):
     assert tv > bound, f"wrong kernel not detected: TV {tv:.4f} <= bound {bound:.4f}"
 
 
+def test_gibbs_reads_the_current_values_log_density_from_its_state():
+    """A step over the whole value set evaluates the k − 1 other values and takes the current
+    one's log density from the state (which a composed sweep's refresh keeps current): a state
+    that claims an overwhelming density stays, one that claims none moves, one that is NaN
+    moves and is flagged."""
+    space = Ordinal(np.arange(5), 1)
+    kernel = gibbs.build_kernel()
+
+    def logdensity_fn(x):
+        return -0.5 * jnp.sum((x - 2.0) ** 2)
+
+    position = jnp.array([1.0])
+    keys = jax.random.split(jax.random.key(0), 200)
+
+    def steps(claimed):
+        state = gibbs.GibbsState(position, jnp.float32(claimed), jnp.int32(0))
+        new, info = jax.vmap(lambda key: kernel(key, state, logdensity_fn, space))(keys)
+        return np.asarray(new.position[:, 0]), np.asarray(info.nonfinite)
+
+    stayed, flagged = steps(1e4)
+    assert (stayed == 1.0).all() and not flagged.any()
+    moved, flagged = steps(-1e4)
+    assert (moved != 1.0).all() and not flagged.any()
+    moved, flagged = steps(np.nan)
+    assert (moved != 1.0).all() and np.isin(moved, [0.0, 2.0, 3.0, 4.0]).all() and flagged.all()
+    stats = recipe("gibbs").bind(Target("ordinal", logdensity_fn, space), 0)
+    state = stats.init(jax.random.key(0), position)
+    assert float(stats.step(jax.random.key(1), state, {})[1].extra["logdensity_evals"]) == space.num_values - 1
+
+
 def test_gibbs_radius_needs_ordered_values_and_an_integer():
     with pytest.raises(ValueError, match="Ordinal or Count"):
         recipe("gibbs", radius=2).bind(TARGETS["binary"], 0)
