@@ -227,7 +227,7 @@ def test_auto_has_the_mode_shift_ready_only_for_a_small_continuous_block():
 
     def build(d):
         return gradmc.from_function(
-            lambda p: -0.5 * jnp.sum(p["x"] ** 2) + jnp.sum(p["g"]),
+            lambda p: -0.5 * jnp.sum((p["x"] - 4.0 * p["g"][0]) ** 2),  # g moves x by 4 sd
             init={"x": jnp.zeros(d), "g": jnp.zeros(1)},
             space={"g": Binary(1)},
             name=f"x{d}",
@@ -262,6 +262,52 @@ def test_auto_tries_no_mode_shift_where_a_discrete_move_barely_moves_the_continu
     assert "joint" not in composed_sampler(near, "auto").options
     assert composed_sampler(far, "auto").options["joint"]["when"] == "judged"
     assert composed_sampler(last_far, "auto").options["joint"]["when"] == "judged"
+
+
+def test_auto_tries_no_mode_shift_where_every_discrete_block_is_summed_out_without_labels():
+    """A spike and slab whose switches enter linearly: linear-gibbs draws them, NUTS sums them out
+    of the coefficients' moves, which see their marginal, and "auto" tries no mode shift. A
+    mixture's one-hot assignments summed out the same way hold labels the moves may swap (the
+    marginal has a mode per labelling): tried. So is a second discrete block not summed out."""
+    from gradmc.composed import composed_sampler
+
+    X = jnp.asarray(np.random.default_rng(0).normal(size=(30, 3)), jnp.float32)
+    y = X @ jnp.array([1.0, 0.0, -1.0])
+
+    def spike_and_slab(p):
+        beta, gamma = p["beta"], p["gamma"]
+        prior = jnp.sum(
+            gamma * (-0.5 * (beta / 2.0) ** 2 - jnp.log(2.0)) + (1 - gamma) * (-0.5 * (beta / 0.1) ** 2 - jnp.log(0.1))
+        )
+        return prior - 0.5 * jnp.sum((y - X @ beta) ** 2)
+
+    init = {"beta": jnp.zeros(3), "gamma": jnp.zeros(3)}
+    summed = composed_sampler(gradmc.from_function(spike_and_slab, init=init, space={"gamma": Binary(3)}, name="ss"))
+    assert summed.name == "beta=nuts (summing out gamma), gamma=linear-gibbs" and "joint" not in summed.options
+
+    data = jnp.array([-2.0, -1.8, 2.1, 1.9])
+
+    def mixture(p):
+        return -0.5 * jnp.sum(p["locs"] ** 2) + jnp.sum(p["z"] * -0.5 * (data[:, None] - p["locs"]) ** 2)
+
+    labelled = gradmc.from_function(
+        mixture,
+        init={"locs": jnp.array([-2.0, 2.0]), "z": jnp.eye(2)[jnp.array([0, 0, 1, 1])]},
+        space={"z": Categorical(2, 4)},
+        name="labels",
+    )
+    assert "summing out z" in composed_sampler(labelled).name
+    assert composed_sampler(labelled).options["joint"]["when"] == "judged"
+
+    def with_a_flag(p):  # the flag g, compared with, gets single-site gibbs: not summed out
+        return spike_and_slab(p) + jnp.where(p["g"][0] == 1, -0.5 * jnp.sum(p["beta"] ** 2), 0.0)
+
+    flagged = composed_sampler(
+        gradmc.from_function(
+            with_a_flag, init={**init, "g": jnp.zeros(1)}, space={"gamma": Binary(3), "g": Binary(1)}, name="f"
+        )
+    )
+    assert "summing out gamma" in flagged.name and flagged.options["joint"]["when"] == "judged"
 
 
 # -- a move that carries the coefficients and holds the noise scale ----------------------------
