@@ -643,9 +643,9 @@ def _window_draw_without_test(key, state, logdensity_fn, space, radius):
     key_site, key_value = jax.random.split(key)
     site = jax.random.randint(key_site, (), 0, space.d)
     window = space.to_index(state.position[site]) + jnp.arange(-radius, radius + 1)
-    candidates, logits, _ = gibbs._conditional(state.position, site, window, logdensity_fn, space)
+    values, logits, _ = gibbs._conditional(state.position, site, window, logdensity_fn, space)
     chosen = proposals.sample_logits(key_value, logits)
-    new = gibbs.GibbsState(candidates[chosen], logits[chosen], state.counter + 1)
+    new = gibbs.GibbsState(state.position.at[site].set(values[chosen]), logits[chosen], state.counter + 1)
     jump = jnp.sum(jnp.abs(new.position - state.position))
     return new, proposals.DiscreteInfo(jnp.float32(1), jnp.bool_(True), jnp.bool_(False), jnp.float32(0), jump)
 

@@ -6,7 +6,9 @@ k values of coordinate i at once (``vmap``): k − 1 evaluations, as the state c
 the current value. ``scan="random"`` picks i uniformly;
 ``scan="systematic"`` visits 0, 1, …, d−1, 0, … (d steps make one sweep). Values whose
 log density is NaN/+inf get probability 0 and the step is flagged ``nonfinite``.
-Gradient-free; acceptance is 1.
+Gradient-free; acceptance is 1. On a space of one scalar site (a change point), the log
+density at every value is read from one pass over its program
+(:func:`gradmc.discrete.site_values.logdensities_at`) instead of k evaluations.
 
 With a ``radius`` r, coordinate i draws its new value index j' from the conditional
 restricted to the window W(j) = {j − r, …, j + r} of its current index j (fewer values at
@@ -28,6 +30,7 @@ from blackjax.base import build_sampling_algorithm
 
 from gradmc.base import SamplingAlgorithm
 from gradmc.discrete.proposals import DiscreteInfo, l1_jump, sample_logits
+from gradmc.discrete.site_values import logdensities_at
 from gradmc.spaces import DiscreteSpace
 
 __all__ = ["GibbsState", "DiscreteInfo", "init", "build_kernel", "as_top_level_api", "check_scan", "SCANS"]
@@ -71,15 +74,18 @@ def check_scan(scan: str) -> str:
 
 
 def _conditional(position, site, indices, logdensity_fn: Callable, space: DiscreteSpace):
-    """``(candidates, logits, bad)``: ``position`` with coordinate ``site`` at each value index of
-    ``indices`` and their log densities, -inf outside the value set and where NaN/+inf (``bad``).
+    """``(values, logits, bad)``: the values of coordinate ``site`` at the value indices
+    ``indices`` and the log densities of ``position`` with the site at each, -inf outside the
+    value set and where NaN/+inf (``bad``).
     """
     inside = (indices >= 0) & (indices < space.num_values)
     values = jnp.asarray(space.values, position.dtype)[jnp.clip(indices, 0, space.num_values - 1)]
-    candidates = jax.vmap(lambda v: position.at[site].set(v))(values)
-    logits = jax.vmap(logdensity_fn)(candidates)
+    if space.d == 1 and values.ndim == 1:  # the block is one scalar site: its program read once for every value
+        logits = logdensities_at(logdensity_fn, values, position.shape, position.dtype)
+    else:
+        logits = jax.vmap(lambda v: logdensity_fn(position.at[site].set(v)))(values)
     bad = inside & (jnp.isnan(logits) | (logits == jnp.inf))
-    return candidates, jnp.where(inside & ~bad, logits, -jnp.inf), bad
+    return values, jnp.where(inside & ~bad, logits, -jnp.inf), bad
 
 
 def build_kernel(scan: str = "random", radius: int | None = None):
@@ -105,25 +111,23 @@ def build_kernel(scan: str = "random", radius: int | None = None):
         whole = radius is None or 2 * radius + 1 >= space.num_values
         if whole:  # the other k - 1 values evaluated; the current one's log density is the state's
             k = space.num_values
-            window = jnp.arange(k)
             others = (current + jnp.arange(1, k)) % k
-            other_candidates, other_logits, bad = _conditional(state.position, site, others, logdensity_fn, space)
+            _, other_logits, bad = _conditional(state.position, site, others, logdensity_fn, space)
             current_bad = jnp.isnan(state.logdensity) | (state.logdensity == jnp.inf)
             bad = jnp.any(bad) | current_bad
-            candidates = jnp.broadcast_to(state.position, (k, *state.position.shape)).at[others].set(other_candidates)
-            logits = (
-                jnp.full(k, jnp.where(current_bad, -jnp.inf, state.logdensity), other_logits.dtype)
-                .at[others]
-                .set(other_logits)
-            )
+            values = jnp.asarray(space.values, state.position.dtype)
+            # value indices current, current + 1, ... (mod k), rolled into the values' order
+            rotated = jnp.concatenate([jnp.where(current_bad, -jnp.inf, state.logdensity)[None], other_logits])
+            logits = jnp.roll(rotated, current)
+            stay = current
         else:  # one batch holds both windows: W(j) and every W(j') with j' in W(j)
             key_value, key_test = jax.random.split(key_value)
             span = current + jnp.arange(-2 * radius, 2 * radius + 1)
-            span_candidates, span_logits, bad = _conditional(state.position, site, span, logdensity_fn, space)
-            window = span[radius : 3 * radius + 1]
-            candidates, logits = span_candidates[radius : 3 * radius + 1], span_logits[radius : 3 * radius + 1]
+            span_values, span_logits, bad = _conditional(state.position, site, span, logdensity_fn, space)
+            values, logits = span_values[radius : 3 * radius + 1], span_logits[radius : 3 * radius + 1]
+            stay = radius
         any_valid = jnp.any(jnp.isfinite(logits))
-        chosen = jnp.where(any_valid, sample_logits(key_value, logits), jnp.argmax(window == current))
+        chosen = jnp.where(any_valid, sample_logits(key_value, logits), stay)
         accepted, acceptance = jnp.bool_(True), jnp.float32(1.0)
         if not whole:  # the reverse window W(j') starts at span index `chosen`: min(1, Z(W(j)) / Z(W(j')))
             back = jax.lax.dynamic_slice(span_logits, (chosen,), (2 * radius + 1,))
@@ -132,7 +136,7 @@ def build_kernel(scan: str = "random", radius: int | None = None):
             accepted = jax.random.uniform(key_test) < acceptance
         moved = any_valid & accepted
         new = GibbsState(
-            jnp.where(moved, candidates[chosen], state.position),
+            jnp.where(moved, state.position.at[site].set(values[chosen]), state.position),
             jnp.where(moved, logits[chosen], state.logdensity),
             state.counter + 1,
         )
