@@ -59,8 +59,25 @@ def matrix(x):  # a mask broadcast along a second axis, summed over both
     return jnp.sum(jnp.log(rates) * COUNTS[:, None] - rates)
 
 
+def custom_rules_free_and_batched(x):  # xlogy (a custom JVP) of constants, and of s used as a number
+    prior = jnp.sum(xlogy(jnp.array([[0.0], [1.0]]), 0.3))
+    return prior + xlogy(2.0, x[0] + 1.0) + change_point(x)
+
+
 @pytest.mark.parametrize(
-    "fn", [change_point, poisson_as_numpyro, nonfinite, plus_infinite, arithmetic, indexing, two_masks, nested, matrix]
+    "fn",
+    [
+        change_point,
+        poisson_as_numpyro,
+        nonfinite,
+        plus_infinite,
+        arithmetic,
+        indexing,
+        two_masks,
+        nested,
+        matrix,
+        custom_rules_free_and_batched,
+    ],
 )
 def test_equals_the_batched_evaluation(fn):
     direct = jax.jit(jax.vmap(lambda v: fn(jnp.full((1,), v))))(VALUES)

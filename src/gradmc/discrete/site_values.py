@@ -113,11 +113,12 @@ def _bind(eqn, args):
     """``eqn``'s primitive applied to ``args`` (free of s): now, where none is traced (the
     indices a block's values are set at), else in the program.
     """
+    params = eqn.primitive.get_bind_params(eqn.params)  # a custom JVP's rules as functions
     if any(isinstance(a, jax.core.Tracer) for a in args):
-        out = eqn.primitive.bind(*args, **eqn.params)
+        out = eqn.primitive.bind(*args, **params)
     else:
         with jax.ensure_compile_time_eval():
-            out = eqn.primitive.bind(*args, **eqn.params)
+            out = eqn.primitive.bind(*args, **params)
     return out if eqn.primitive.multiple_results else [out]
 
 
@@ -210,7 +211,8 @@ def _eqn(eqn, args, k: int):
         return [_masked(mask, _bind(eqn, [x.a])[0], _bind(eqn, [x.b])[0])]
     if name in ELEMENTWISE and not eqn.primitive.multiple_results:
         if sites and all(isinstance(a, Site) or _shape(a) == () for a in args):  # a function of s: its k values
-            values = _bind(eqn, [a.values.astype(a.dtype) if isinstance(a, Site) else a for a in args])[0]
+            at_values = [a.values.astype(a.dtype) if isinstance(a, Site) else jnp.full((k,), a) for a in args]
+            values = _bind(eqn, at_values)[0]
             return [Site(values, jnp.broadcast_shapes(*(_shape(a) for a in args)), values.dtype)]
         if name in COMPARISONS and len(sites) == 1 and not masks and len(args) == 2:
             site = sites[0]
