@@ -64,6 +64,10 @@ def custom_rules_free_and_batched(x):  # xlogy (a custom JVP) of constants, and 
     return prior + xlogy(2.0, x[0] + 1.0) + change_point(x)
 
 
+def masked_scalar_times_site(x):  # one entry of a mask, a scalar, times s: batched
+    return jnp.where(YEARS < x[0], 1.0, 0.5)[3] * x[0]
+
+
 @pytest.mark.parametrize(
     "fn",
     [
@@ -77,6 +81,7 @@ def custom_rules_free_and_batched(x):  # xlogy (a custom JVP) of constants, and 
         nested,
         matrix,
         custom_rules_free_and_batched,
+        masked_scalar_times_site,
     ],
 )
 def test_equals_the_batched_evaluation(fn):

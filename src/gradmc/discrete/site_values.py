@@ -210,7 +210,8 @@ def _eqn(eqn, args, k: int):
         mask = jax.vmap(lambda m: _bind(eqn, [m])[0])(x.mask)
         return [_masked(mask, _bind(eqn, [x.a])[0], _bind(eqn, [x.b])[0])]
     if name in ELEMENTWISE and not eqn.primitive.multiple_results:
-        if sites and all(isinstance(a, Site) or _shape(a) == () for a in args):  # a function of s: its k values
+        free_scalars = all(isinstance(a, Site) or (not isinstance(a, TRACKED) and _shape(a) == ()) for a in args)
+        if sites and free_scalars:  # a function of s: its k values
             at_values = [a.values.astype(a.dtype) if isinstance(a, Site) else jnp.full((k,), a) for a in args]
             values = _bind(eqn, at_values)[0]
             return [Site(values, jnp.broadcast_shapes(*(_shape(a) for a in args)), values.dtype)]
