@@ -4,10 +4,11 @@ Each model is written twice, as a log density of a dict position for gradmc (dis
 entries named in ``space=``) and as a NumPyro model with discrete latent sites, and run in
 one process on the same machine with the same chains, warm-up and draws:
 
-* gradmc ``"auto"`` (NUTS on the real block; on each discrete block an exact draw of all its
-  sites from the gradient where the log density is linear in them, FFBS on a chain of states,
-  single-site Gibbs where it is far from quadratic, else NCG with 10 steps per sweep) and the
-  other block choices named with ``--gradmc``;
+* gradmc ``"auto"`` (jittered HMC on the real block, its trajectory length learned from NUTS
+  in warm-up; on each discrete block an exact draw of all its sites from the gradient where the
+  log density is linear in them, FFBS on a chain of states, single-site Gibbs where it is far
+  from quadratic, else NCG with 10 steps per sweep) and the other block choices named with
+  ``--gradmc``;
 * gradmc ``"auto"`` on the NumPyro model itself (``gradmc.from_numpyro``), where the
   discrete sites enter through ``jnp.where`` and indexing: ``"auto"`` gives a plate of sites
   independent given the rest plate-gibbs, sites without a gradient single-site Gibbs;

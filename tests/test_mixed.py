@@ -89,7 +89,7 @@ def test_the_product_space_and_its_target(target):
 
 def test_auto_is_exact_on_the_joint(target):
     trace = gradmc.sample(target, "auto", **RUN)
-    assert trace.sampler == "g=ncg, mu=nuts, z=ncg"
+    assert trace.sampler == "g=ncg, mu=jittered-hmc, z=ncg"
     assert set(trace.params) == {"g", "joint", "joint_moves", "mu", "z"} and "inverse_mass_matrix" in trace.params["mu"]
     if not np.any(trace.params["joint"]):  # judged not worth it: no moves, and none counted
         assert np.all(trace.params["joint_moves"] == 0) and np.all(trace.stats["joint.acceptance_rate"] == 0)
@@ -148,7 +148,7 @@ def test_a_block_summed_out_of_the_continuous_moves_keeps_the_joint_exact():
     start = {"x": jnp.zeros(2), "c": jnp.tile(jnp.array([1.0, 0.0, 0.0]), (2, 1)), "g": jnp.zeros(2)}
     target = gradmc.from_function(summed_log_density, init=start, space={"c": Categorical(3, 2), "g": Binary(2)})
     trace = gradmc.sample(target, "auto", **{**RUN, "seed": 2})
-    assert trace.sampler == "g=ncg, x=nuts (summing out c), c=linear-gibbs"
+    assert trace.sampler == "g=ncg, x=jittered-hmc (summing out c), c=linear-gibbs"
     assert trace.warnings == [] and trace.options["x"]["collapse"] == "c"
     probs, means = np.zeros((3, 3, 2, 2)), np.zeros((3, 3, 2, 2, 2))
     for k0, k1, g0, g1 in itertools.product(range(3), range(3), (0, 1), (0, 1)):
@@ -256,9 +256,9 @@ def test_mixed_input_errors(target):
 
 def test_one_name_moves_every_block_of_its_kind(target):
     layout = gradmc.composed.blocks(target.space, "gibbs")
-    assert [(b.label, b.sampler.name) for b in layout] == [("g", "gibbs"), ("mu", "nuts"), ("z", "gibbs")]
+    assert [(b.label, b.sampler.name) for b in layout] == [("g", "gibbs"), ("mu", "jittered-hmc"), ("z", "gibbs")]
     layout = gradmc.composed.blocks(target.space, {("g",): "avg"})
-    assert [(b.label, b.sampler.name) for b in layout] == [("g", "avg"), ("mu", "nuts"), ("z", "ncg")]
+    assert [(b.label, b.sampler.name) for b in layout] == [("g", "avg"), ("mu", "jittered-hmc"), ("z", "ncg")]
     layout = gradmc.composed.blocks(target.space, "mala")
     assert [(b.label, b.sampler.name) for b in layout] == [("g", "ncg"), ("mu", "mala"), ("z", "ncg")]
 
@@ -347,22 +347,22 @@ def test_mixed_models_page_examples_run_clean():
             exec(compile(code, f"{PAGE.name} example {index + 1}", "exec"), namespace)
     inclusion = namespace["inclusion"]
     assert inclusion[0] > 0.99 and inclusion[3] > 0.99 and np.all(np.delete(inclusion, [0, 3]) < 0.1)
-    assert namespace["trace"].sampler == "early+late=nuts, s=gibbs"
+    assert namespace["trace"].sampler == "early+late=jittered-hmc, s=gibbs"
     assert np.bincount(namespace["trace"].posterior()["s"].ravel()).argmax() == 25
-    assert namespace["outlier_trace"].sampler == "early+late=nuts, s=gibbs"
+    assert namespace["outlier_trace"].sampler == "early+late=jittered-hmc, s=gibbs"
     assert np.all(namespace["outlier_trace"].posterior()["outlier"].mean(axis=(0, 1))[[10, 40]] > 0.9)
-    assert namespace["count_trace"].sampler == "rate=nuts, size=ordinal-ncg"
+    assert namespace["count_trace"].sampler == "rate=jittered-hmc, size=ordinal-ncg"
     assert abs(namespace["count_trace"].posterior()["size"].mean() - 21.08) < 1.0
-    assert namespace["mixture_trace"].sampler == "x=nuts (summing out z), z=linear-gibbs"
+    assert namespace["mixture_trace"].sampler == "x=jittered-hmc (summing out z), z=linear-gibbs"
     assert np.all(namespace["mixture_trace"].params["joint"])  # "auto" kept the mode shift
     assignments = namespace["mixture_trace"].posterior()["z"].ravel()
     assert np.allclose(np.bincount(assignments, minlength=3) / assignments.size, namespace["weights"], atol=0.05)
-    assert namespace["hmm_trace"].sampler == "mu=nuts, z=ffbs"
+    assert namespace["hmm_trace"].sampler == "mu=jittered-hmc, z=ffbs"
     plated = gradmc.from_numpyro(namespace["weather_plate"], np.array([0.3, 2.9, 3.4, 0.1, 2.5, 0.6, 3.1]))
-    assert gradmc.composed.composed_sampler(plated).name == "level+noise+stay=nuts, s=ffbs"
+    assert gradmc.composed.composed_sampler(plated).name == "level+noise+stay=jittered-hmc, s=ffbs"
     decoded = np.round(namespace["states"].mean(axis=(0, 1)))
     assert np.mean(decoded == namespace["hidden"]) > 0.9
-    assert namespace["field_trace"].sampler == "log_sigma=nuts, x=ncg"
+    assert namespace["field_trace"].sampler == "log_sigma=jittered-hmc, x=ncg"
     assert abs(np.exp(namespace["field"]["log_sigma"]).mean() - 0.75) < 0.1
     assert np.mean(namespace["restored"] == namespace["clean"]) > 0.95
 
@@ -406,11 +406,11 @@ def test_command_line_one_sampler_per_part(tmp_path, capsys):
     assert "values drawn of the discrete variables:\n  gamma (3 entries pooled): " in out
     assert re.search(r"gamma \(3 entries pooled\): .*; R-hat at most \d\.\d{3}, bulk ESS at least \d+", out)
     assert main([*argv, "--sampler", "gamma=auto", "--option", "gamma.steps=2", "--out", str(tmp_path / "d")]) == 0
-    assert "beta=nuts, gamma=ncg on" in capsys.readouterr().out
+    assert "beta=jittered-hmc, gamma=ncg on" in capsys.readouterr().out
     assert main([*argv, "--sampler", "collapse=off,whiten=off", "--out", str(tmp_path / "f")]) == 0
-    assert "beta=nuts, gamma=" in capsys.readouterr().out
+    assert "beta=jittered-hmc, gamma=" in capsys.readouterr().out
     assert main([*argv, "--sampler", "joint=mode-shift", "--out", str(tmp_path / "e")]) == 0
-    assert "beta=nuts, gamma=gibbs, joint=mode-shift on" in capsys.readouterr().out
+    assert "beta=jittered-hmc, gamma=gibbs, joint=mode-shift on" in capsys.readouterr().out
     assert main([*argv, "--sampler", "joint=shift", "--out", str(tmp_path / "e")]) == 2
     assert "the joint move 'shift' does not exist; the choices are: mode-shift (every sweep)" in capsys.readouterr().err
     assert main([*argv, "--sampler", "gamma=nuts", "--out", str(tmp_path / "b")]) == 2
@@ -462,7 +462,7 @@ def test_a_latent_count_beside_its_rate_is_exact():
     space = {"N": Ordinal(np.arange(MAX_COUNT + 1.0), 1)}
     init = {"log_lam": jnp.array(3.0), "N": jnp.array([20.0])}
     trace = gradmc.sample(count_log_density, "auto", init=init, space=space, **RUN)
-    assert trace.sampler == "N=ordinal-ncg, log_lam=nuts"
+    assert trace.sampler == "N=ordinal-ncg, log_lam=jittered-hmc"
     posterior = trace.posterior()
     distribution = ExactDistribution(np.arange(MAX_COUNT + 1.0), 1, probs, 0.0)
     assert_tv_within_bound(posterior["N"].astype(float), distribution, p=0.01)
@@ -517,7 +517,7 @@ def test_an_ising_field_with_an_unknown_noise_scale_is_exact():
     distribution, spins, mean, var = exact_ising()
     init = {"x": jnp.ones(NOISY.size), "log_sigma": jnp.zeros(())}
     trace = gradmc.sample(ising_log_density, "auto", init=init, space={"x": Spin(NOISY.size)}, **RUN)
-    assert trace.sampler == "log_sigma=nuts, x=ncg"
+    assert trace.sampler == "log_sigma=jittered-hmc, x=ncg"
     posterior = trace.posterior()
     assert_tv_within_bound(posterior["x"].astype(float), distribution, p=0.01)
     assert_moments_match(posterior["x"], spins, var=1 - spins**2, p=0.01)

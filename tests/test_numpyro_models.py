@@ -258,7 +258,7 @@ def test_discrete_sites_are_sampled_exactly():
     target = gradmc.from_numpyro(switches_and_label)
     assert target.space == Product({"mu": Real(2), "g": Binary(3), "z": Ordinal([0.0, 1.0, 2.0], 1)})
     trace = gradmc.sample(target, "auto", num_warmup=500, num_draws=2000, seed=2, progress=False)
-    assert trace.sampler == "mu=nuts, g=ncg, z=gibbs"  # locs[z]: no gradient in z
+    assert trace.sampler == "mu=jittered-hmc, g=ncg, z=gibbs"  # locs[z]: no gradient in z
     posterior = trace.posterior()
     assert posterior["g"].dtype.kind == "i" and posterior["z"].shape == (4, 2000)
     probs = np.zeros((3,) * 4)
@@ -301,7 +301,7 @@ def test_a_plate_of_indexed_labels_moves_by_blocked_gibbs_exactly():
     assert list(target.metadata["site_terms"]) == ["z"]
     trace = gradmc.sample(target, "auto", num_warmup=500, num_draws=2000, seed=4, progress=False)
     assert (
-        trace.sampler == "mu=nuts (summing out z), z=plate-gibbs"
+        trace.sampler == "mu=jittered-hmc (summing out z), z=plate-gibbs"
     )  # centres[z]: no gradient, but a plate of independent labels
     probs, means, second = np.zeros((3,) * 3), 0.0, 0.0
     cov = np.eye(3) + np.ones((3, 3))
@@ -356,7 +356,7 @@ def test_labels_in_nested_plates_move_by_blocked_gibbs_exactly():
 
     target = gradmc.from_numpyro(grid_of_labels, X_GRID)
     trace = gradmc.sample(target, "auto", num_warmup=300, num_draws=2000, seed=1, progress=False)
-    assert trace.sampler == "mu=nuts (summing out z), z=plate-gibbs"
+    assert trace.sampler == "mu=jittered-hmc (summing out z), z=plate-gibbs"
     probs = np.zeros((2,) * 4)
     for z in itertools.product(range(2), repeat=4):
         residual = X_GRID.ravel() - PAIR[list(z)]
@@ -399,7 +399,7 @@ def test_two_valued_labels_that_index_an_array_are_sampled_exactly():
     trace = gradmc.sample(
         gradmc.from_numpyro(two_label_mixture, X_PLATE), "auto", num_warmup=500, num_draws=2000, seed=4, progress=False
     )
-    assert trace.sampler == "mu=nuts (summing out z), z=plate-gibbs"
+    assert trace.sampler == "mu=jittered-hmc (summing out z), z=plate-gibbs"
     probs = np.zeros((2,) * 3)
     for z in itertools.product(range(2), repeat=3):
         probs[z] = np.prod(W_PAIR[list(z)]) * multivariate_normal.pdf(X_PLATE - PAIR[list(z)], cov=np.eye(3) + 1.0)
@@ -466,7 +466,7 @@ def test_latent_classes_are_exact():
     trace = gradmc.sample(
         gradmc.from_numpyro(latent_classes, ANSWERS), "auto", num_warmup=500, num_draws=2000, seed=5, progress=False
     )
-    assert trace.sampler == "p+w=nuts (summing out z), z=plate-gibbs"
+    assert trace.sampler == "p+w=jittered-hmc (summing out z), z=plate-gibbs"
     posterior = trace.posterior()
     exact = ExactDistribution(np.arange(2.0), people, probs.ravel(order="F"), 0.0)
     assert_tv_within_bound(posterior["z"][..., 0].astype(float), exact)
@@ -516,7 +516,7 @@ def scanned_regimes(rain):
 def test_states_written_in_scan_are_one_site_read_as_a_chain():
     target = gradmc.from_numpyro(scanned_regimes, RAIN)
     assert str(target.space) == "Product(mu: Real(1), s: Binary(5))"
-    assert gradmc.composed.composed_sampler(target).name == "mu=nuts, s=ffbs"
+    assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, s=ffbs"
 
 
 def test_labels_of_a_grid_coupled_by_a_potts_factor_are_not_read_as_a_chain():
@@ -533,7 +533,7 @@ def test_labels_of_a_grid_coupled_by_a_potts_factor_are_not_read_as_a_chain():
 
     target = gradmc.from_numpyro(segmentation, np.linspace(-2.0, 2.0, 16))
     assert gradmc.composed.chain_parts(target) == set()
-    assert gradmc.composed.composed_sampler(target).name == "mu=nuts, z=gibbs"
+    assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, z=gibbs"
 
 
 def test_states_over_a_plate_coupled_by_a_markov_factor_are_read_as_a_chain():
@@ -541,7 +541,7 @@ def test_states_over_a_plate_coupled_by_a_markov_factor_are_read_as_a_chain():
     that moved all of them at once saw no coupling, and plate-gibbs drew each state as if alone."""
     target = gradmc.from_numpyro(plated_regimes, RAIN)
     assert target.metadata["site_terms"] == {}
-    assert gradmc.composed.composed_sampler(target).name == "mu=nuts, s=ffbs"
+    assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, s=ffbs"
 
 
 def test_two_states_of_a_plate_coupled_by_a_factor_are_not_independent():
@@ -566,16 +566,16 @@ def test_sites_written_one_per_day_are_one_block_read_as_a_chain():
     assert [target.space.parts[f"s{t}"] for t in range(days)] == [Binary(1)] * days
     # 0/1 states taken as indices (levels[s]) name the regimes: labels, which the mode shift may swap
     assert target.metadata["labels"] == target.metadata["index_parts"] == {f"s{t}" for t in range(days)}
-    assert gradmc.composed.composed_sampler(target).name == "mu=nuts, s0..s4=ffbs"
+    assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, s0..s4=ffbs"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "model, chosen",
     [
-        (daily_regimes, "mu=nuts, s0..s4=ffbs"),
-        (plated_regimes, "mu=nuts, s=ffbs"),
-        (scanned_regimes, "mu=nuts, s=ffbs"),
+        (daily_regimes, "mu=jittered-hmc, s0..s4=ffbs"),
+        (plated_regimes, "mu=jittered-hmc, s=ffbs"),
+        (scanned_regimes, "mu=jittered-hmc, s=ffbs"),
     ],
 )
 def test_an_hmm_moves_its_states_together_as_a_chain_exactly(model, chosen):
@@ -622,7 +622,8 @@ def test_labels_coupled_across_the_plate_get_single_site_gibbs():
 
     target = gradmc.from_numpyro(coupled, X_PLATE)
     assert target.metadata["site_terms"] == {}
-    assert gradmc.sample(target, "auto", num_warmup=20, num_draws=20, progress=False).sampler == "mu=nuts, z=gibbs"
+    trace = gradmc.sample(target, "auto", num_warmup=20, num_draws=20, progress=False)
+    assert trace.sampler == "mu=jittered-hmc, z=gibbs"
     with pytest.raises(ValueError, match="plate-gibbs needs the log density's terms of each site"):
         gradmc.sample(target, {"z": "plate-gibbs"}, num_warmup=20, num_draws=20, progress=False)
 
@@ -746,7 +747,7 @@ def test_a_change_point_is_exact(window):
     target = gradmc.from_numpyro(change_point, YEARLY_COUNTS)
     choice = "auto" if window is None else {"s": gradmc.sampler("gibbs", radius=window)}
     trace = gradmc.sample(target, choice, num_draws=2000, seed=3 if window is None else 5, progress=False)
-    assert trace.sampler == "early+late=nuts, s=gibbs" + ("" if window is None else f" (window {window})")
+    assert trace.sampler == "early+late=jittered-hmc, s=gibbs" + ("" if window is None else f" (window {window})")
     posterior = trace.posterior()
     exact = ExactDistribution(s.astype(float), 1, probs, 0.0)
     assert_tv_within_bound(posterior["s"][..., None].astype(float), exact, p=0.01)
@@ -817,7 +818,7 @@ def test_a_count_cut_below_its_posterior_warns():
     assert target.space == Product({"lam": Real(1), "N": Count(1, 22)})
     with pytest.warns(gradmc.RunWarning, match=r"N reached 22, the largest value of Count\(0..22, d=1\)"):
         trace = gradmc.sample(target, "auto", num_warmup=200, num_draws=200, seed=0, progress=False)
-    assert trace.sampler == "lam=nuts, N=ordinal-ncg"
+    assert trace.sampler == "lam=jittered-hmc, N=ordinal-ncg"
     assert trace.posterior()["N"].dtype.kind == "i"
 
 

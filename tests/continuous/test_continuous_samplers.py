@@ -23,6 +23,7 @@ GAUSSIAN_SAMPLERS = [
     ("mala", {"preconditioner": [[1.0, 1.6], [1.6, 4.0]]}),
     ("hmc", {"num_integration_steps": 5}),
     ("nuts", {}),
+    ("jittered-hmc", {}),
     ("am", {}),
 ]
 
@@ -37,7 +38,7 @@ def test_moments_of_a_correlated_gaussian(corr_gaussian, name, options):
     assert trace.num_nonfinite == 0
 
 
-@pytest.mark.parametrize("name", ["hmc", "nuts"])
+@pytest.mark.parametrize("name", ["hmc", "nuts", "jittered-hmc"])
 def test_a_log_density_nan_on_half_the_space_is_reported_as_non_finite(name):
     """NaN where x[0] > 0 is zero density there (BlackJAX's trajectories reject it): the draws
     follow the Gaussian truncated to x[0] <= 0, and the run says non-finite, not divergent."""

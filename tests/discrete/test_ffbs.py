@@ -134,7 +134,7 @@ def test_auto_gives_ffbs_to_an_hmm_states_and_it_recovers_them():
     init = {"mu": jnp.asarray(centres), "z": jax.nn.one_hot(np.zeros(n, int), 2)}
     target = gradmc.from_function(log_density, init=init, space={"z": Categorical(2, n)}, name="hmm")
     trace = gradmc.sample(target, "auto", num_chains=2, num_warmup=200, num_draws=300, seed=0, progress=False)
-    assert trace.sampler == "mu=nuts, z=ffbs"
+    assert trace.sampler == "mu=jittered-hmc, z=ffbs"
     z = np.asarray(trace.posterior()["z"]).reshape(-1, n)
     assert np.mean(z == states) > 0.95
 
@@ -246,11 +246,11 @@ def test_auto_reads_a_chain_of_indexed_sites_and_gives_it_ffbs():
 
     init = {"mu": jnp.zeros(2), "z": jnp.zeros(T)}
     target = gradmc.from_function(log_density, init=init, space={"z": VALUES}, name="indexed")
-    assert gradmc.composed.composed_sampler(target).name == "mu=nuts, z=ffbs"  # what "auto" runs
+    assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, z=ffbs"  # what "auto" runs
     looped = gradmc.from_function(
         lambda x: log_density(x) + indexed_loop(x["z"]) - indexed_chain(x["z"]), init=init, space={"z": VALUES}
     )
-    assert gradmc.composed.composed_sampler(looped).name == "mu=nuts, z=gibbs"
+    assert gradmc.composed.composed_sampler(looped).name == "mu=jittered-hmc, z=gibbs"
 
 
 def test_auto_reads_a_chain_of_sites_written_one_per_step():
@@ -265,4 +265,4 @@ def test_auto_reads_a_chain_of_sites_written_one_per_step():
     init = {"mu": jnp.zeros(2), **{f"z{t}": jnp.zeros(1) for t in range(T)}}
     space = {f"z{t}": one_site for t in range(T)}
     target = gradmc.from_function(log_density, init=init, space=space, name="one per step")
-    assert gradmc.composed.composed_sampler(target).name == "mu=nuts, z0..z3=ffbs"
+    assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, z0..z3=ffbs"

@@ -11,6 +11,7 @@ name                     kernel module
 rwm                      :mod:`~gradmc.continuous.rwm`
 mala, ula                :mod:`~gradmc.continuous.mala`
 hmc, nuts                :mod:`~gradmc.continuous.hmc`
+jittered-hmc             :mod:`~gradmc.continuous.jittered_hmc`
 am                       :mod:`~gradmc.continuous.am`
 ram                      :mod:`~gradmc.continuous.ram`
 gadrwm, gadmala-f/-e     :mod:`~gradmc.continuous.gad`
@@ -41,6 +42,7 @@ from gradmc.continuous import (
     equi_energy,
     gad,
     hmc,
+    jittered_hmc,
     mala,
     parallel_tempering,
     ram,
@@ -58,6 +60,7 @@ __all__ = [
     "build_ula",
     "build_hmc",
     "build_nuts",
+    "build_jittered_hmc",
     "build_am",
     "build_ram",
     "build_sgld",
@@ -260,17 +263,21 @@ def build_hmc(
     )
 
 
+#: NUTS's options (those of jittered HMC's warm-up, too)
+NUTS_OPTIONS = {
+    "step_size": "The first step size.",
+    "target_accept": TARGET_ACCEPT_OPTION,
+    "dense_mass": "Adapt a dense mass matrix.",
+    "max_num_doublings": "The largest tree depth.",
+}
+
+
 @register_sampler(
     "nuts",
     "No-U-Turn sampler (BlackJAX) with Stan window adaptation of step size and mass matrix",
     tuned=(ALWAYS_STEP_SIZE,),
     fixes=(DENSE_MASS,),
-    options={
-        "step_size": "The first step size.",
-        "target_accept": TARGET_ACCEPT_OPTION,
-        "dense_mass": "Adapt a dense mass matrix.",
-        "max_num_doublings": "The largest tree depth.",
-    },
+    options=NUTS_OPTIONS,
 )
 def build_nuts(
     target: Target, num_warmup: int, step_size=1.0, target_accept=0.8, dense_mass=False, max_num_doublings=10
@@ -286,6 +293,42 @@ def build_nuts(
         target_accept,
         step_size,
         max_num_doublings=int(max_num_doublings),
+    )
+
+
+@register_sampler(
+    "jittered-hmc",
+    "HMC with 1..L leapfrog steps a step (Halton-jittered), L, step size and mass learned by NUTS in warm-up",
+    tuned=(ALWAYS_STEP_SIZE,),
+    fixes=(DENSE_MASS,),
+    options={
+        **NUTS_OPTIONS,
+        "max_num_doublings": "The largest tree depth of the warm-up's NUTS.",
+        "num_integration_steps": "The longest trajectory L in leapfrog steps (default: learned in warm-up).",
+    },
+)
+def build_jittered_hmc(
+    target: Target,
+    num_warmup: int,
+    step_size=1.0,
+    target_accept=0.8,
+    dense_mass=False,
+    max_num_doublings=10,
+    num_integration_steps=None,
+):
+    """Jittered HMC (:mod:`gradmc.continuous.jittered_hmc`): NUTS's trajectory length, without its tree."""
+    check_positive("step_size", step_size)
+    check_positive("max_num_doublings", max_num_doublings, integer=True)
+    if num_integration_steps is not None:
+        check_positive("num_integration_steps", num_integration_steps, integer=True)
+    return jittered_hmc.jittered_hmc(
+        target.logdensity_fn,
+        num_warmup,
+        dense_mass=dense_mass,
+        target_accept=target_accept,
+        initial_step_size=step_size,
+        max_num_doublings=int(max_num_doublings),
+        num_integration_steps=None if num_integration_steps is None else int(num_integration_steps),
     )
 
 
