@@ -50,15 +50,24 @@ class JitteredState(NamedTuple):
     count: jax.Array
 
 
+class _Pooled(NamedTuple):
+    """What the warm-up pools over chains: the sum of NUTS's trajectory time lengths, their
+    number, and the chains' mean of the step size warm-up would keep if it ended now.
+    """
+
+    total: jax.Array
+    count: jax.Array
+    step_size: jax.Array
+
+
 class _Warmup(NamedTuple):
     """A chain's warm-up state: the kernel's, the window rule's, what is pooled over chains
-    (shared: the sum of NUTS's trajectory time lengths, their number and the mean of the step
-    sizes warm-up would keep), the kept parameters, and whether the warm-up is over (shared).
+    (shared), the kept parameters, and whether the warm-up is over (shared).
     """
 
     kernel: JitteredState
     rule: Any
-    lengths: Shared
+    pooled: Shared
     kept: dict
     frozen: Shared
 
@@ -107,10 +116,6 @@ def jittered_hmc(
     switch_at = 0 if num_integration_steps is not None else int(SWITCH_AT * num_warmup)
     averaged_from = int(AVERAGED_FROM * num_warmup)
 
-    def init_state(key, position):
-        del key
-        return JitteredState(hmc.init(position, logdensity), jnp.int32(0))
-
     def refresh(key, state, position):
         if isinstance(state, _Warmup):
             return state._replace(kernel=refresh(key, state.kernel, position))
@@ -126,14 +131,14 @@ def jittered_hmc(
         stats = _stats(new, info, step_size, info.num_integration_steps)
         return JitteredState(new, state.count + 1), stats, info.num_integration_steps
 
-    def max_steps(lengths: Shared, step_size) -> jax.Array:
+    def max_steps(pooled: _Pooled, step_size) -> jax.Array:
         """The longest trajectory: NUTS's mean time length at ``step_size`` (the chains' mean), in
         leapfrog steps (one for every chain, which then run in lock step).
         """
         if num_integration_steps is not None:
             return jnp.int32(num_integration_steps)
-        total, count = lengths.value[:2]
-        mean = jnp.where(count > 0, total / jnp.maximum(count, 1.0), UNMEASURED_STEPS * step_size)
+        measured = pooled.count > 0
+        mean = jnp.where(measured, pooled.total / jnp.maximum(pooled.count, 1.0), UNMEASURED_STEPS * step_size)
         return jnp.clip(jnp.round(mean / step_size), 1, most).astype(jnp.int32)
 
     def kept(rule_state, most_steps) -> dict:
@@ -142,11 +147,11 @@ def jittered_hmc(
         return {**values, "max_steps": most_steps}
 
     def init(key, start):
-        state = init_state(key, start)
+        state = JitteredState(hmc.init(start, logdensity), jnp.int32(0))
         rule_state = rule.init(state.hmc)
-        lengths = Shared((jnp.float32(0), jnp.float32(0), jnp.float32(initial_step_size)))
+        pooled = Shared(_Pooled(jnp.float32(0), jnp.float32(0), jnp.float32(initial_step_size)))
         unmeasured = kept(rule_state, jnp.int32(num_integration_steps or UNMEASURED_STEPS))
-        return _Warmup(state, rule_state, lengths, unmeasured, Shared(jnp.asarray(False)))
+        return _Warmup(state, rule_state, pooled, unmeasured, Shared(jnp.asarray(False)))
 
     def warmup_step(key, ws: _Warmup, t):
         frozen = ws.frozen.value
@@ -154,7 +159,8 @@ def jittered_hmc(
         step_size, inverse_mass_matrix = params["step_size"], params["inverse_mass_matrix"]
 
         def jittered():
-            steps = jnp.where(frozen, params["max_steps"], max_steps(ws.lengths, jax.lax.pmean(step_size, "chain")))
+            learned = max_steps(ws.pooled.value, jax.lax.pmean(step_size, "chain"))
+            steps = jnp.where(frozen, params["max_steps"], learned)
             state, stats = hmc_step(key, ws.kernel, step_size, inverse_mass_matrix, steps)
             return state, stats, jnp.int32(0)
 
@@ -167,18 +173,17 @@ def jittered_hmc(
         )
         time_length = jax.lax.pmean(steps * step_size, "chain")
         averaged = (t >= averaged_from) & (t < switch_at)
-        total, count, kept_step_size = ws.lengths.value
-        # the chains' mean of the step size warm-up would keep if it ended here
-        kept_step_size = jnp.where(frozen, kept_step_size, jax.lax.pmean(rule.final(rule_state)["step_size"], "chain"))
-        lengths = (
-            total + jnp.where(averaged, time_length, 0.0),
-            count + jnp.where(averaged, 1.0, 0.0),
-            kept_step_size,
+        pooled = ws.pooled.value
+        pooled = _Pooled(
+            pooled.total + jnp.where(averaged, time_length, 0.0),
+            pooled.count + jnp.where(averaged, 1.0, 0.0),
+            jnp.where(frozen, pooled.step_size, jax.lax.pmean(rule.final(rule_state)["step_size"], "chain")),
         )
-        return ws._replace(kernel=state, rule=rule_state, lengths=Shared(lengths)), stats
+        return ws._replace(kernel=state, rule=rule_state, pooled=Shared(pooled)), stats
 
     def final(ws: _Warmup) -> dict:
-        return kept(ws.rule, max_steps(ws.lengths, ws.lengths.value[2]))
+        pooled = ws.pooled.value
+        return kept(ws.rule, max_steps(pooled, pooled.step_size))
 
     def finalize(ws: _Warmup):
         return ws.kernel, final(ws)
