@@ -359,7 +359,7 @@ def test_mixed_models_page_examples_run_clean():
     assert np.allclose(np.bincount(assignments, minlength=3) / assignments.size, namespace["weights"], atol=0.05)
     assert namespace["hmm_trace"].sampler == "mu=jittered-hmc, z=ffbs"
     plated = gradmc.from_numpyro(namespace["weather_plate"], np.array([0.3, 2.9, 3.4, 0.1, 2.5, 0.6, 3.1]))
-    assert gradmc.composed.composed_sampler(plated).name == "level+noise+stay=jittered-hmc, s=ffbs"
+    assert gradmc.composed.composed_sampler(plated).name == "level+noise+stay=jittered-hmc, s=ffbs (shared transitions)"
     decoded = np.round(namespace["states"].mean(axis=(0, 1)))
     assert np.mean(decoded == namespace["hidden"]) > 0.9
     assert namespace["field_trace"].sampler == "log_sigma=jittered-hmc, x=ncg"

@@ -516,7 +516,7 @@ def scanned_regimes(rain):
 def test_states_written_in_scan_are_one_site_read_as_a_chain():
     target = gradmc.from_numpyro(scanned_regimes, RAIN)
     assert str(target.space) == "Product(mu: Real(1), s: Binary(5))"
-    assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, s=ffbs"
+    assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, s=ffbs (shared transitions)"
 
 
 def test_labels_of_a_grid_coupled_by_a_potts_factor_are_not_read_as_a_chain():
@@ -532,7 +532,7 @@ def test_labels_of_a_grid_coupled_by_a_potts_factor_are_not_read_as_a_chain():
         numpyro.factor("potts", 0.8 * (jnp.sum(grid[1:] == grid[:-1]) + jnp.sum(grid[:, 1:] == grid[:, :-1])))
 
     target = gradmc.from_numpyro(segmentation, np.linspace(-2.0, 2.0, 16))
-    assert gradmc.composed.chain_parts(target) == set()
+    assert gradmc.composed.chain_parts(target) == {}
     assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, z=gibbs"
 
 
@@ -541,7 +541,7 @@ def test_states_over_a_plate_coupled_by_a_markov_factor_are_read_as_a_chain():
     that moved all of them at once saw no coupling, and plate-gibbs drew each state as if alone."""
     target = gradmc.from_numpyro(plated_regimes, RAIN)
     assert target.metadata["site_terms"] == {}
-    assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, s=ffbs"
+    assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, s=ffbs (shared transitions)"
 
 
 def test_two_states_of_a_plate_coupled_by_a_factor_are_not_independent():
@@ -566,16 +566,16 @@ def test_sites_written_one_per_day_are_one_block_read_as_a_chain():
     assert [target.space.parts[f"s{t}"] for t in range(days)] == [Binary(1)] * days
     # 0/1 states taken as indices (levels[s]) name the regimes: labels, which the mode shift may swap
     assert target.metadata["labels"] == target.metadata["index_parts"] == {f"s{t}" for t in range(days)}
-    assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, s0..s4=ffbs"
+    assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, s0..s4=ffbs (shared transitions)"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "model, chosen",
     [
-        (daily_regimes, "mu=jittered-hmc, s0..s4=ffbs"),
-        (plated_regimes, "mu=jittered-hmc, s=ffbs"),
-        (scanned_regimes, "mu=jittered-hmc, s=ffbs"),
+        (daily_regimes, "mu=jittered-hmc, s0..s4=ffbs (shared transitions)"),
+        (plated_regimes, "mu=jittered-hmc, s=ffbs (shared transitions)"),
+        (scanned_regimes, "mu=jittered-hmc, s=ffbs (shared transitions)"),
     ],
 )
 def test_an_hmm_moves_its_states_together_as_a_chain_exactly(model, chosen):

@@ -85,6 +85,7 @@ FLAT_CHOICE = "gibbs"  # "auto" on a discrete block without a gradient (PartShap
 BLOCK_OPTIONS = {FLAT_CHOICE: {"scan": "systematic"}}
 PLATE_CHOICE = "plate-gibbs"  # "auto" where the target gives the block's site terms (a plate of independent sites)
 CHAIN_CHOICE = "ffbs"  # "auto" on categorical sites coupled in a chain (chain_parts): an HMM's states
+SHARED = "shared"  # its transitions option where the chain's pairwise terms are the same at every pair
 LINEAR_CHOICE = "linear-gibbs"  # "auto" on sites the log density is linear in (PartShapes.linear)
 #: Samplers whose one step draws the whole block from its conditional (exactly, or in the
 #: chain's case exactly when the log density is quadratic in it, and from the gradient exactly
@@ -515,14 +516,17 @@ CHAIN_TOLERANCE = 1e-4
 CHAIN_MAX_VALUES = 8
 
 
-def chain_parts(target: Target, start: jax.Array | None = None) -> set[tuple[str, ...]]:
+def chain_parts(target: Target, start: jax.Array | None = None) -> dict[tuple[str, ...], bool]:
     """The discrete parts of ``target``'s Product space, of three or more sites, in which its
     log density at a start couples each site with its neighbours and with no other: an HMM's
     states, held in one part or one site per part (read together,
     :meth:`~gradmc.spaces.Product.discrete_groups`). Categorical parts are read through
     Hessian-vector products (:func:`gradmc.discrete.ffbs.coupling_outside_chain`), scalar parts
     of at most :data:`CHAIN_MAX_VALUES` values through evaluations
-    (:func:`~gradmc.discrete.ffbs.coupling_outside_chain_by_values`).
+    (:func:`~gradmc.discrete.ffbs.coupling_outside_chain_by_values`); of those, a chain whose
+    pairwise terms, read at FFBS's reference, are the same at every pair to within
+    :data:`SHARED_TOLERANCE` (an HMM's transitions) has them shared (``True``: FFBS's
+    ``transitions="shared"``).
 
     Parameters
     ----------
@@ -533,12 +537,12 @@ def chain_parts(target: Target, start: jax.Array | None = None) -> set[tuple[str
 
     Returns
     -------
-    set of tuple of str
-        The chains, each as its group of parts.
+    dict of tuple of str to bool
+        The chains, each as its group of parts, and whether its pairwise terms are shared.
     """
     space = target.space
     start = _probe_start(target, start)
-    found = set()
+    found = {}
     for group in space.discrete_groups():
         part = _joint_space(space, group)
         one_hot = isinstance(part, Categorical)
@@ -558,8 +562,31 @@ def chain_parts(target: Target, start: jax.Array | None = None) -> set[tuple[str
             outside, whole, neighbours = probe(conditional, at, part)
             coupled = neighbours > 0
         if float(outside) <= CHAIN_TOLERANCE * float(whole) and bool(coupled):
-            found.add(group)
+            found[group] = not one_hot and _shares_pairwise(conditional, part)
     return found
+
+
+#: A chain of scalar sites has its pairwise terms shared where those read at the start differ
+#: from pair to pair by at most this many nats, beyond float32's rounding of the evaluations
+#: each is read from. A proposal off by that much at each of T pairs loses at most T times it
+#: in the log acceptance ratio.
+SHARED_TOLERANCE = 1e-4
+
+
+def _shares_pairwise(conditional: Callable, part) -> bool:
+    """Whether the chain of ``conditional`` (f on ``part``'s sites) has the same pairwise terms
+    at every pair of neighbours (:func:`gradmc.discrete.ffbs.pairwise_spread`), read at FFBS's
+    reference, every site at its first value.
+    """
+    reference = jnp.full(part.event_shape, part.values[0], jnp.result_type(float))
+
+    @jax.jit
+    def probe(x):
+        return ffbs.pairwise_spread(ffbs.chain_model_by_values(conditional, x, part)), conditional(x)
+
+    spread, level = (float(v) for v in probe(reference))
+    rounding = 4 * ffbs.HALF_ROUNDING * abs(level)  # four evaluations make each pairwise term
+    return np.isfinite(level) and spread <= SHARED_TOLERANCE + rounding
 
 
 def _held_parts(target: Target, continuous: list[str], start: jax.Array | None = None) -> list[str]:
@@ -661,7 +688,8 @@ def blocks(
             if single in plates:
                 value = PLATE_CHOICE
             elif shapes is not None and set(parts) <= shapes().flat:  # index-valued: a chain read from evaluations
-                value = CHAIN_CHOICE if chains is not None and parts in chains() else FLAT_CHOICE
+                found = {} if chains is None else chains()
+                value = FLAT_CHOICE if parts not in found else _chain_sampler(found[parts])
             elif shapes is not None and set(parts) <= shapes().linear:  # no coupling at all: no chain to read
                 value, confirmed_linear = LINEAR_CHOICE, True
             elif isinstance(joint, Categorical) and chains is not None and parts in chains():
@@ -675,6 +703,16 @@ def blocks(
             block_sampler = block_sampler._replace(build=inspect.unwrap(block_sampler.build))
         result.append(Block(label, parts, joint, index, block_sampler, steps))
     return result
+
+
+def _chain_sampler(shared: bool) -> Sampler | str:
+    """FFBS, its pairwise terms read at one pair where the chain's are ``shared`` (:func:`chain_parts`)."""
+    return registered_sampler(CHAIN_CHOICE, transitions=SHARED) if shared else CHAIN_CHOICE
+
+
+def _shared_transitions(block: Block) -> bool:
+    """Whether ``block``'s FFBS reads the chain's pairwise terms at one pair (its name says so)."""
+    return block.sampler.name == CHAIN_CHOICE and block.sampler.options.get("transitions") == SHARED
 
 
 def _windowed(block: Block) -> bool:
@@ -1118,6 +1156,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     name = ", ".join(
         f"{block.label}={block.sampler.name}"
         + (f" (window {block.sampler.options['radius']})" if _windowed(block) else "")
+        + (" (shared transitions)" if _shared_transitions(block) else "")
         + (" (whitened)" if whiten and block in real else "")
         + (sums_out if block in real else "")
         for block in layout

@@ -240,6 +240,49 @@ def test_exact_from_evaluations_where_the_reference_is_impossible():
     assert tv < bound, (tv, bound)
 
 
+def homogeneous_chain(x):
+    """An HMM written for NumPyro: one transition table at every step, indexed by the sites."""
+    z = x.astype(jnp.int32)
+    pair = PAIRWISE[0, z[:-1], z[1:]] + 0.5 * jnp.cos(WAVE[0, z[:-1], z[1:]])
+    return jnp.sum(UNARY[jnp.arange(T), z]) + jnp.sum(pair)
+
+
+def test_shared_transitions_read_at_one_pair_give_the_whole_chain_of_a_homogeneous_one():
+    chain_model = jax.jit(ffbs.chain_model_by_values, static_argnums=(0, 2, 3))
+    reference = jnp.zeros(T)
+    each, shared = (chain_model(homogeneous_chain, reference, VALUES, s) for s in (False, True))
+    np.testing.assert_allclose(shared.pairwise, each.pairwise, atol=1e-5)
+    np.testing.assert_allclose(shared.unary, each.unary)
+    assert float(ffbs.pairwise_spread(each)) < 1e-5
+    assert float(ffbs.pairwise_spread(chain_model(indexed_chain, reference, VALUES, False))) > 0.1
+
+
+def test_exact_with_shared_transitions_on_a_homogeneous_chain_and_on_any_other():
+    """Shared transitions are the conditional itself on a homogeneous chain (only the defensive
+    one-site changes can be refused) and a proposal the MH test corrects on one whose
+    transitions change with the step."""
+    kernel = ffbs.build_kernel(shared=True)
+    ids, accept = _run(homogeneous_chain, kernel=kernel, space=VALUES)
+    assert accept.mean() > 0.9
+    logp = np.asarray(jax.vmap(homogeneous_chain)(jnp.asarray(STATES, jnp.float32)), np.float64)
+    tv, bound = _tv_and_bound(ids, logp - np.logaddexp.reduce(logp))
+    assert tv < bound, (tv, bound)
+    ids, accept = _run(indexed_chain, kernel=kernel, space=VALUES)
+    assert accept.mean() < 0.9  # the pair read stands for the others, which differ
+    tv, bound = _tv_and_bound(ids, exact_logprobs(wavy_chain))
+    assert tv < bound, (tv, bound)
+
+
+def test_shared_transitions_refused_where_they_do_not_apply():
+    target = Target("chain", homogeneous_chain, VALUES)
+    with pytest.raises(ValueError, match="ffbs transitions must be one of 'each', 'shared', got 'same'"):
+        gradmc.sample(target, gradmc.sampler("ffbs", transitions="same"), num_warmup=10, num_draws=10, progress=False)
+    one_hot = Target("one-hot chain", quadratic_chain, SPACE)
+    shared = gradmc.sampler("ffbs", transitions="shared")
+    with pytest.raises(ValueError, match="transitions='shared' reads the chain from evaluations"):
+        gradmc.sample(one_hot, shared, num_warmup=10, num_draws=10, progress=False)
+
+
 def test_auto_reads_a_chain_of_indexed_sites_and_gives_it_ffbs():
     def log_density(x):
         return indexed_chain(x["z"]) - 0.5 * jnp.sum(x["mu"] ** 2) + jnp.sum(x["mu"]) * 0.1
@@ -247,6 +290,10 @@ def test_auto_reads_a_chain_of_indexed_sites_and_gives_it_ffbs():
     init = {"mu": jnp.zeros(2), "z": jnp.zeros(T)}
     target = gradmc.from_function(log_density, init=init, space={"z": VALUES}, name="indexed")
     assert gradmc.composed.composed_sampler(target).name == "mu=jittered-hmc, z=ffbs"  # what "auto" runs
+    homogeneous = gradmc.from_function(
+        lambda x: log_density(x) + homogeneous_chain(x["z"]) - indexed_chain(x["z"]), init=init, space={"z": VALUES}
+    )
+    assert gradmc.composed.composed_sampler(homogeneous).name == "mu=jittered-hmc, z=ffbs (shared transitions)"
     looped = gradmc.from_function(
         lambda x: log_density(x) + indexed_loop(x["z"]) - indexed_chain(x["z"]), init=init, space={"z": VALUES}
     )

@@ -35,6 +35,14 @@ and the MH test scores both directions under the one chain, read with (K − 1) 
 (K − 1)² (T − 1) evaluations of f a step. Where f(r) is not finite (the reference is
 impossible given the other blocks) the chain cannot be read, and the step proposes a
 one-site change only: still exact, and still moving.
+
+Most chains interact alike at every step: an HMM's transitions are one matrix, whatever the
+time. With ``transitions="shared"`` the pairwise terms are read at one pair of neighbours (the
+middle one, :func:`shared_pair`) and taken for every pair, which cuts the evaluations a step
+to (K − 1) T + (K − 1)²: on a homogeneous chain the draw is the same exact block Gibbs draw,
+and on any other the chain is a proposal that the MH test, which scores both directions under
+it against f itself, corrects. ``"auto"`` asks for it where the pairwise terms read at the
+start differ by no more than rounding from pair to pair (:func:`pairwise_spread`).
 """
 
 from __future__ import annotations
@@ -57,12 +65,16 @@ __all__ = [
     "init",
     "chain_model",
     "chain_model_by_values",
+    "shared_pair",
+    "pairwise_spread",
     "coupling_outside_chain",
     "coupling_outside_chain_by_values",
     "sample_chain",
     "chain_logprob",
     "build_kernel",
     "as_top_level_api",
+    "TRANSITIONS",
+    "check_transitions",
 ]
 
 init = proposals.init
@@ -134,7 +146,7 @@ def _changes(logdensity_fn: Callable, position, *moved) -> tuple[jax.Array, jax.
     return evaluated[1:] - evaluated[0], evaluated[0]
 
 
-def chain_model_by_values(logdensity_fn: Callable, position, space) -> ChainModel:
+def chain_model_by_values(logdensity_fn: Callable, position, space, shared: bool = False) -> ChainModel:
     """The :class:`ChainModel` of f at ``position`` from evaluations (module doc): exact for an
     f that couples each site only to its neighbours, whatever its form.
 
@@ -146,6 +158,9 @@ def chain_model_by_values(logdensity_fn: Callable, position, space) -> ChainMode
         The current position, (T,).
     space : gradmc.spaces.DiscreteSpace
         The sites' space (scalar values: Binary, Ordinal).
+    shared : bool
+        Read the pairwise terms at one pair of neighbours, :func:`shared_pair`, and take them for
+        every pair (module doc): exact where they are the same at every pair.
     """
     t, k = position.shape[0], space.num_values
     values = jnp.asarray(space.values, position.dtype)
@@ -161,7 +176,8 @@ def chain_model_by_values(logdensity_fn: Callable, position, space) -> ChainMode
     def pair(at, first, second):
         return position.at[at - 1].set(values[change(at - 1, first)]).at[at].set(values[change(at, second)])
 
-    sites, later = jnp.arange(t), jnp.arange(1, t)
+    sites = jnp.arange(t)
+    later = jnp.array([shared_pair(t)]) if shared else jnp.arange(1, t)  # the second site of each pair read
     singles = jax.vmap(jax.vmap(single, (None, 0)), (0, None))(sites, offsets)  # (T, K − 1, T)
     pairs = jax.vmap(jax.vmap(jax.vmap(pair, (None, None, 0)), (None, 0, None)), (0, None, None))(
         later, offsets, offsets
@@ -169,7 +185,7 @@ def chain_model_by_values(logdensity_fn: Callable, position, space) -> ChainMode
     changes, _ = _changes(logdensity_fn, position, singles.reshape(-1, t), pairs.reshape(-1, t))
     changes = jnp.where(jnp.isnan(changes), -jnp.inf, changes)
     ones = changes[: t * (k - 1)].reshape(t, k - 1)
-    twos = changes[t * (k - 1) :].reshape(t - 1, k - 1, k - 1)
+    twos = changes[t * (k - 1) :].reshape(later.size, k - 1, k - 1)
     rows = jnp.broadcast_to(sites[:, None], ones.shape)
     unary = jnp.zeros((t, k), position.dtype).at[rows, change(rows, offsets[None, :])].set(ones)
     a = change(later[:, None, None] - 1, offsets[None, :, None])
@@ -177,9 +193,22 @@ def chain_model_by_values(logdensity_fn: Callable, position, space) -> ChainMode
     d_a, d_b = unary[later[:, None, None] - 1, a], unary[later[:, None, None], b]
     # where a single change is impossible the pair is too, through the unary term
     interaction = jnp.where(jnp.isfinite(d_a) & jnp.isfinite(d_b), twos - d_a - d_b, 0.0)
-    steps = jnp.broadcast_to(jnp.arange(t - 1)[:, None, None], a.shape)
-    pairwise = jnp.zeros((t - 1, k, k), position.dtype).at[steps, a, b].set(interaction)
-    return ChainModel(unary, pairwise)
+    steps = jnp.broadcast_to(jnp.arange(later.size)[:, None, None], a.shape)
+    pairwise = jnp.zeros((later.size, k, k), position.dtype).at[steps, a, b].set(interaction)
+    return ChainModel(unary, jnp.broadcast_to(pairwise, (t - 1, k, k)))
+
+
+def shared_pair(num_sites: int) -> int:
+    """The site t whose pair (t − 1, t) a chain of ``num_sites`` shared pairwise terms is read at: the middle one."""
+    return max(num_sites // 2, 1)
+
+
+def pairwise_spread(model: ChainModel) -> jax.Array:
+    """How far the pairwise terms of ``model`` differ, at most, from those at :func:`shared_pair`:
+    zero for a chain whose pairs all interact alike (an HMM's homogeneous transitions).
+    """
+    at = model.pairwise[shared_pair(model.unary.shape[0]) - 1]
+    return jnp.max(jnp.abs(model.pairwise - at))
 
 
 def coupling_outside_chain_by_values(logdensity_fn: Callable, position, space) -> tuple[jax.Array, ...]:
@@ -328,8 +357,10 @@ def _one_site_changed(key, states, k: int):
     return states.at[site].set((states[site] + 1 + jax.random.randint(key_value, (), 0, k - 1)) % k)
 
 
-def build_kernel():
-    """``kernel(key, state, logdensity_fn, space) -> (DiscreteState, DiscreteInfo)``."""
+def build_kernel(shared: bool = False):
+    """``kernel(key, state, logdensity_fn, space) -> (DiscreteState, DiscreteInfo)``; on scalar
+    sites, ``shared`` reads the chain's pairwise terms at one pair (:func:`chain_model_by_values`).
+    """
 
     def kernel(rng_key, state: DiscreteState, logdensity_fn: Callable, space: DiscreteSpace):
         key_draw, key_site, key_choice, key_mh = jax.random.split(rng_key, 4)
@@ -340,7 +371,7 @@ def build_kernel():
             forward, share = chain_model(logdensity_fn, state.position), DEFENSIVE_SHARE
         else:  # the chain read at the fixed reference: one chain for both directions (module doc)
             reference = space.from_index(jnp.zeros_like(current)).astype(state.position.dtype)
-            forward = chain_model_by_values(logdensity_fn, reference, space)
+            forward = chain_model_by_values(logdensity_fn, reference, space, shared)
             share = jnp.where(jnp.isfinite(logdensity_fn(reference)), DEFENSIVE_SHARE, 1.0)
         alphas, log_z = _forward(forward)  # filtered once: for the draw and for its score
         drawn = _backward(key_draw, alphas, forward)
@@ -358,7 +389,7 @@ def build_kernel():
     return kernel
 
 
-def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace) -> SamplingAlgorithm:
+def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, transitions: str = "each") -> SamplingAlgorithm:
     """BlackJAX-style ``SamplingAlgorithm`` of the FFBS kernel.
 
     Parameters
@@ -368,5 +399,29 @@ def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace) -> SamplingA
     space : gradmc.spaces.DiscreteSpace
         The target's space: Categorical (the chain from Hessian-vector products), or scalar
         sites (Binary, Ordinal: the chain from evaluations).
+    transitions : {"each", "shared"}
+        On scalar sites, read the pairwise terms at every pair, or at one pair for all
+        (:data:`TRANSITIONS`).
     """
-    return build_sampling_algorithm(build_kernel(), init, logdensity_fn, kernel_args=(space,))
+    return build_sampling_algorithm(
+        build_kernel(check_transitions(transitions, space)), init, logdensity_fn, kernel_args=(space,)
+    )
+
+
+#: The values of the ``transitions`` option: the chain's pairwise terms read at every pair of
+#: neighbours, or at one pair and taken for all (an HMM's transitions, the same at every step).
+TRANSITIONS = ("each", "shared")
+
+
+def check_transitions(transitions: str, space: DiscreteSpace) -> bool:
+    """Whether ``transitions`` asks for shared pairwise terms; refused where it is not one of
+    :data:`TRANSITIONS`, or is ``"shared"`` on one-hot rows (whose chain the Hessian gives whole).
+    """
+    if transitions not in TRANSITIONS:
+        raise ValueError(f"ffbs transitions must be one of {', '.join(map(repr, TRANSITIONS))}, got {transitions!r}")
+    if transitions == "shared" and isinstance(space, Categorical):
+        raise ValueError(
+            "ffbs transitions='shared' reads the chain from evaluations, on index-valued sites; on one-hot rows "
+            "(Categorical) the chain's Hessian-vector products give every pair at once"
+        )
+    return transitions == "shared"

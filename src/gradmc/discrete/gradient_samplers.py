@@ -360,22 +360,33 @@ def build_block_gibbs(target: Target, num_warmup: int, M=None, step_size=1.0):
     "second-order model (one-hot rows) or its evaluations (index-valued sites), with an MH test; an exact block "
     "Gibbs draw where the log density couples only neighbours",
     kernel=ffbs,
-    options={},
+    kernel_options=("transitions",),
+    options={
+        "transitions": (
+            "On index-valued sites: 'each' reads the chain's pairwise terms at every pair of neighbours (exact for"
+            " any chain); 'shared' reads them at one pair and takes them for all: T − 1 times fewer evaluations,"
+            " exact block Gibbs where the chain interacts alike at every step (an HMM's transitions), an"
+            " MH-corrected proposal where not."
+        ),
+    },
 )
-def build_ffbs(target: Target, num_warmup: int):
+def build_ffbs(target: Target, num_warmup: int, transitions="each"):
     """FFBS (:mod:`gradmc.discrete.ffbs`); nothing is tuned. A step costs, on one-hot rows, the
     proposal's log density and gradient and twice 3K + 1 Hessian-vector products (about two
-    gradients each); on scalar sites (K − 1) T + (K − 1)² (T − 1) + 2 evaluations.
+    gradients each); on scalar sites (K − 1) T + (K − 1)² (T − 1) + 2 evaluations, or
+    (K − 1) T + (K − 1)² + 2 with ``transitions="shared"``.
     """
     space = check_space(target, "ffbs")
     if space.d < 2 or not (isinstance(space, Categorical) or space.values.ndim == 1):
         raise ValueError(f"ffbs draws a chain of discrete sites; target {target.name!r} lives on {space}")
-    kernel = ffbs.build_kernel()
+    shared = ffbs.check_transitions(transitions, space)
+    kernel = ffbs.build_kernel(shared)
     k, t = space.num_values, space.d
     if isinstance(space, Categorical):
         cost, extra = 1 + 4 * (3 * k + 1), {}
     else:
-        cost, extra = 1, {"logdensity_evals": jnp.float32((k - 1) * t + (k - 1) ** 2 * (t - 1) + 2)}
+        pairs = 1 if shared else t - 1
+        cost, extra = 1, {"logdensity_evals": jnp.float32((k - 1) * t + (k - 1) ** 2 * pairs + 2)}
     return bind(
         "ffbs",
         lambda key, position: ffbs.init(position, target.logdensity_fn),
