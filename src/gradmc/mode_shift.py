@@ -112,8 +112,9 @@ GAUSSIAN_TOLERANCE = 1e-4
 def conditional_mode(logdensity_fn: Callable, position: jax.Array, continuous: np.ndarray, steps: int = NEWTON_STEPS):
     """``c(d)`` and ``R(d)``: ``steps`` Newton steps on the continuous entries of
     ``position`` (indices ``continuous``) from zero, the discrete entries held at their values,
-    and the lower Cholesky factor of the negative Hessian at the last step's start (NaN where
-    the conditional is not concave there).
+    and the lower Cholesky factor of the negative Hessian at the last step's start. Each step
+    solves with that factor at its own start (half the time of a general solve on a 20-entry
+    block), so both are NaN where the conditional is not concave at a step's start.
 
     Parameters
     ----------
@@ -132,12 +133,11 @@ def conditional_mode(logdensity_fn: Callable, position: jax.Array, continuous: n
 
     def newton(_, carry):
         x, _ = carry
-        hessian = jax.hessian(conditional)(x)
-        return x - jnp.linalg.solve(hessian, jax.grad(conditional)(x)), hessian
+        factor = jnp.linalg.cholesky(-jax.hessian(conditional)(x))
+        return x + jax.scipy.linalg.cho_solve((factor, True), jax.grad(conditional)(x)), factor
 
     zero = jnp.zeros(continuous.shape, position.dtype)
-    mode, hessian = jax.lax.fori_loop(0, steps, newton, (zero, jnp.zeros(2 * continuous.shape, position.dtype)))
-    return mode, jnp.linalg.cholesky(-hessian)
+    return jax.lax.fori_loop(0, steps, newton, (zero, jnp.zeros(2 * continuous.shape, position.dtype)))
 
 
 def gaussian_parts(

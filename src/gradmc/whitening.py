@@ -64,7 +64,7 @@ class WhitenedState(NamedTuple):
 
 def conditional_frame(logdensity_fn: Callable, position: jax.Array, index: np.ndarray):
     """``(c(d), R(d))`` of the block at ``index`` given the discrete values in ``position``, or
-    ``(0, I)`` where the conditional is not concave at the Newton steps' last point.
+    ``(0, I)`` where the conditional is not concave at a Newton step's start.
 
     Parameters
     ----------
@@ -80,7 +80,7 @@ def conditional_frame(logdensity_fn: Callable, position: jax.Array, index: np.nd
 
 def usable(mode: jax.Array, factor: jax.Array):
     """``(mode, factor)``, or ``(0, I)`` where either is not finite (a conditional that is not
-    concave at the Newton steps' last point).
+    concave at a Newton step's start).
 
     Parameters
     ----------
@@ -108,9 +108,14 @@ def whitened(bind: Callable[[Target], BoundSampler], view: Target, frame: Callab
     shape = view.space.event_shape
     frame = functools.cache(frame)
 
-    def to_x(u):
+    @functools.cache
+    def inverse():  # R^{-T}, once a sweep: each log density of the moves then takes a product, not a solve
         mode, factor = frame()
-        return jnp.reshape(mode + jax.scipy.linalg.solve_triangular(factor.T, jnp.ravel(u), lower=False), shape)
+        return jax.scipy.linalg.solve_triangular(factor.T, jnp.eye(mode.size, dtype=mode.dtype), lower=False)
+
+    def to_x(u):
+        mode, _ = frame()
+        return jnp.reshape(mode + inverse() @ jnp.ravel(u), shape)
 
     def to_u(x):
         mode, factor = frame()
@@ -152,7 +157,7 @@ class ConditionalChange(NamedTuple):
     shift : float
         The largest distance the conditional's mode moves, in the conditional's own
         standard deviations: ``‖R(d)^T (c(d') − c(d))‖`` (infinite where a conditional is not
-        concave at the Newton steps' last point).
+        concave at a Newton step's start).
     """
 
     spread: float
