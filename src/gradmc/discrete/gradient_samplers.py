@@ -364,9 +364,9 @@ def build_block_gibbs(target: Target, num_warmup: int, M=None, step_size=1.0):
     options={
         "transitions": (
             "On index-valued sites: 'each' reads the chain's pairwise terms at every pair of neighbours (exact for"
-            " any chain); 'shared' reads them at one pair and takes them for all: T − 1 times fewer evaluations,"
-            " exact block Gibbs where the chain interacts alike at every step (an HMM's transitions), an"
-            " MH-corrected proposal where not."
+            " any chain); 'shared' reads them at one pair and takes them for all ((K − 1)² evaluations for the pairs"
+            " instead of (K − 1)² (T − 1)), exact block Gibbs where the chain interacts alike at every step (an"
+            " HMM's transitions), an MH-corrected proposal where not."
         ),
     },
 )
