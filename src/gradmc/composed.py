@@ -85,7 +85,6 @@ FLAT_CHOICE = "gibbs"  # "auto" on a discrete block without a gradient (PartShap
 BLOCK_OPTIONS = {FLAT_CHOICE: {"scan": "systematic"}}
 PLATE_CHOICE = "plate-gibbs"  # "auto" where the target gives the block's site terms (a plate of independent sites)
 CHAIN_CHOICE = "ffbs"  # "auto" on categorical sites coupled in a chain (chain_parts): an HMM's states
-SHARED = "shared"  # its transitions option where the chain's pairwise terms are the same at every pair
 LINEAR_CHOICE = "linear-gibbs"  # "auto" on sites the log density is linear in (PartShapes.linear)
 #: Samplers whose one step draws the whole block from its conditional (exactly, or in the
 #: chain's case exactly when the log density is quadratic in it, and from the gradient exactly
@@ -707,12 +706,12 @@ def blocks(
 
 def _chain_sampler(shared: bool) -> Sampler | str:
     """FFBS, its pairwise terms read at one pair where the chain's are ``shared`` (:func:`chain_parts`)."""
-    return registered_sampler(CHAIN_CHOICE, transitions=SHARED) if shared else CHAIN_CHOICE
+    return registered_sampler(CHAIN_CHOICE, transitions=ffbs.SHARED) if shared else CHAIN_CHOICE
 
 
 def _shared_transitions(block: Block) -> bool:
     """Whether ``block``'s FFBS reads the chain's pairwise terms at one pair (its name says so)."""
-    return block.sampler.name == CHAIN_CHOICE and block.sampler.options.get("transitions") == SHARED
+    return block.sampler.name == CHAIN_CHOICE and block.sampler.options.get("transitions") == ffbs.SHARED
 
 
 def _windowed(block: Block) -> bool:

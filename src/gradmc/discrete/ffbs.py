@@ -74,10 +74,16 @@ __all__ = [
     "build_kernel",
     "as_top_level_api",
     "TRANSITIONS",
+    "EACH",
+    "SHARED",
     "check_transitions",
 ]
 
 init = proposals.init
+
+#: The values of the ``transitions`` option: the chain's pairwise terms read at every pair of
+#: neighbours, or at one pair and taken for all (an HMM's transitions, the same at every step).
+EACH, SHARED = TRANSITIONS = ("each", "shared")
 
 #: ρ, the share of proposals that change one site (see the module doc).
 DEFENSIVE_SHARE = 0.05
@@ -389,7 +395,7 @@ def build_kernel(shared: bool = False):
     return kernel
 
 
-def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, transitions: str = "each") -> SamplingAlgorithm:
+def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, transitions: str = EACH) -> SamplingAlgorithm:
     """BlackJAX-style ``SamplingAlgorithm`` of the FFBS kernel.
 
     Parameters
@@ -408,20 +414,15 @@ def as_top_level_api(logdensity_fn: Callable, space: DiscreteSpace, transitions:
     )
 
 
-#: The values of the ``transitions`` option: the chain's pairwise terms read at every pair of
-#: neighbours, or at one pair and taken for all (an HMM's transitions, the same at every step).
-TRANSITIONS = ("each", "shared")
-
-
 def check_transitions(transitions: str, space: DiscreteSpace) -> bool:
     """Whether ``transitions`` asks for shared pairwise terms; refused where it is not one of
     :data:`TRANSITIONS`, or is ``"shared"`` on one-hot rows (whose chain the Hessian gives whole).
     """
     if transitions not in TRANSITIONS:
         raise ValueError(f"ffbs transitions must be one of {', '.join(map(repr, TRANSITIONS))}, got {transitions!r}")
-    if transitions == "shared" and isinstance(space, Categorical):
+    if transitions == SHARED and isinstance(space, Categorical):
         raise ValueError(
             "ffbs transitions='shared' reads the chain from evaluations, on index-valued sites; on one-hot rows "
             "(Categorical) the chain's Hessian-vector products give every pair at once"
         )
-    return transitions == "shared"
+    return transitions == SHARED

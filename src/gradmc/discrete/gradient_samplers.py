@@ -370,7 +370,7 @@ def build_block_gibbs(target: Target, num_warmup: int, M=None, step_size=1.0):
         ),
     },
 )
-def build_ffbs(target: Target, num_warmup: int, transitions="each"):
+def build_ffbs(target: Target, num_warmup: int, transitions=ffbs.EACH):
     """FFBS (:mod:`gradmc.discrete.ffbs`); nothing is tuned. A step costs, on one-hot rows, the
     proposal's log density and gradient and twice 3K + 1 Hessian-vector products (about two
     gradients each); on scalar sites (K − 1) T + (K − 1)² (T − 1) + 2 evaluations, or
