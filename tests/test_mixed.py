@@ -304,7 +304,7 @@ def test_auto_reads_whether_the_log_density_is_linear_quadratic_or_curved_in_a_b
             t = gradmc.from_function(fn, init={"beta": beta, "gamma": jnp.ones(3)}, space={"gamma": Binary(3)})
             shapes = gradmc.composed.part_shapes(t)
             assert (shapes.flat, shapes.curved, shapes.linear) == (set(), curved, linear_ones)
-            assert gradmc.composed.composed_sampler(t).name.endswith(f", gamma={chosen}")
+            assert f"gamma={chosen}" in gradmc.composed.composed_sampler(t).name.split(", ")
 
 
 def test_a_block_auto_finds_linear_goes_without_the_fallback_move_and_one_named_keeps_it():

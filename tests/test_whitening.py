@@ -62,7 +62,7 @@ def target():
 def test_auto_whitens_where_a_switch_changes_the_spread_and_is_exact(target):
     assert whitening.conditional_change(target, np.arange(3)).spread > gradmc.composed.WHITEN_SPREAD
     trace = gradmc.sample(target, "auto", num_chains=4, num_warmup=400, num_draws=2500, seed=2, progress=False)
-    assert trace.sampler == "beta=jittered-hmc (whitened), g=gibbs"  # the scale makes it curved in g
+    assert trace.sampler == "beta=jittered-hmc (whitened), g=gibbs, pairs=g:beta"  # the scale: curved in g
     assert trace.options["beta"][gradmc.base.WHITEN] is True
     distribution, mean, var = exact()
     posterior = trace.posterior()
@@ -101,7 +101,8 @@ def test_auto_leaves_blocks_whose_spread_does_not_change_and_the_setting_is_chec
     assert whitening.conditional_change(same, np.arange(2)).spread == pytest.approx(1.0, abs=1e-3)
     assert gradmc.composed.composed_sampler(same, "auto").name == "g=ncg, x=jittered-hmc"
     assert gradmc.composed.composed_sampler(same, {"whiten": "on"}).name == "g=ncg, x=jittered-hmc (whitened)"
-    assert gradmc.composed.composed_sampler(target, {"whiten": False}).name == "beta=jittered-hmc, g=gibbs"
+    unwhitened = gradmc.composed.composed_sampler(target, {"whiten": False}).name
+    assert unwhitened == "beta=jittered-hmc, g=gibbs, pairs=g:beta"
     with pytest.raises(ValueError, match=r"the whitening 'maybe' does not exist; the choices are: auto"):
         gradmc.composed.composed_sampler(target, {"whiten": "maybe"})
     two_real = gradmc.from_function(

@@ -69,6 +69,10 @@ WHITEN = "whiten"
 #: discrete blocks the continuous block's moves sum out (:func:`gradmc.composed.summed_out`).
 COLLAPSE = "collapse"
 
+#: The key of a composed sampler's choice, options, parameters and statistics that names its
+#: switch pairs (:mod:`gradmc.switch_pairs`).
+PAIRS = "pairs"
+
 #: The key of a target's ``metadata`` naming the discrete parts of its Product space that its log
 #: density takes as integers (indices, ``locs[z]``), so has no gradient in by construction: the
 #: structural probes of :func:`gradmc.composed.part_shapes` need not read them.

@@ -63,9 +63,10 @@ def _sampler_choice(gradmc, text: str, pairs: list[str] | None):
     steps per sweep; ``joint=mode-shift`` makes the joint move of every block, :mod:`gradmc.mode_shift`,
     in every sweep, ``joint=none`` never, ``joint=auto`` where warm-up finds it worth its cost;
     ``whiten=on``, ``off`` or ``auto`` sets :mod:`gradmc.whitening` of the continuous block;
-    ``collapse=off`` keeps every discrete block in the continuous block's moves).
+    ``collapse=off`` keeps every discrete block in the continuous block's moves; ``pairs=off``
+    leaves out :mod:`gradmc.switch_pairs`).
     """
-    from gradmc.base import COLLAPSE, JOINT, WHITEN
+    from gradmc.base import COLLAPSE, JOINT, PAIRS, WHITEN
 
     if "=" not in text:
         if text.strip() == "auto":
@@ -84,7 +85,7 @@ def _sampler_choice(gradmc, text: str, pairs: list[str] | None):
     for label, name in blocks.items():
         parts = tuple(part.strip() for part in label.split("+"))
         own = options[label]
-        if label in (JOINT, WHITEN, COLLAPSE):  # a setting of the whole sweep, not a sampler of a part
+        if label in (JOINT, WHITEN, COLLAPSE, PAIRS):  # a setting of the whole sweep, not a sampler of a part
             if own:
                 raise ValueError(f"--option {label}.*: the {label!r} setting takes no options")
             choice[label] = name
@@ -171,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
             "a sampler (gradmc list), auto (the default), or for a mixed model one per part: beta=nuts,gamma=pavg "
             "(parts not named: auto; joint=mode-shift moves every block together before each sweep, joint=none "
             "never, joint=auto, the default, where warm-up finds it worth its cost; whiten=on|off|auto moves the "
-            "continuous block in coordinates fitted to its conditional)"
+            "continuous block in coordinates fitted to its conditional; pairs=off leaves out the switch pairs)"
         ),
     )
     p.add_argument(

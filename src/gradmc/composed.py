@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradmc import mode_shift, whitening
+from gradmc import mode_shift, switch_pairs, whitening
 from gradmc.base import COLLAPSE, INDEX_PARTS, JOINT, WHITEN, BoundSampler, Sampler, Shared, Target, step_stats
 from gradmc.chains import pool_chains
 from gradmc.discrete import ffbs
@@ -153,6 +153,10 @@ WHITEN_CHOICES = (AUTO, "on", "off")
 #: (4 × (1,000 + 2,000), seeds 0, 1 and 2): the switches' smallest ESS was 7,100, 6,240 and 4,000
 #: with them summed out of the coefficients' NUTS moves, 2,680, 2,850 and 2,590 without.
 COLLAPSE_CHOICES = (AUTO, "off")
+#: The values of the choice's ``"pairs"`` key (:mod:`gradmc.switch_pairs`): each 0/1 part flipped
+#: with the continuous part whose curvature it switches, where the model has one (``"auto"``, the
+#: default), or none.
+PAIRS_CHOICES = (AUTO, "off")
 #: ``"auto"`` sums a plate block out only where its sites have at most this many values: each log
 #: density of the continuous block then evaluates the site terms at every value. On an N-mixture
 #: (50 counts of 61 values, 4 × (500 + 1,000)) summing them out raised the rates' smallest ESS
@@ -191,6 +195,21 @@ class JointWarmup(NamedTuple):
     judged: Shared
     before_trial: jax.Array
     levels: jax.Array
+
+
+class PairedWarmup(NamedTuple):
+    """The warm-up state of a composed sampler with switch pairs (:mod:`gradmc.switch_pairs`).
+
+    Parameters
+    ----------
+    blocks : tuple or JointWarmup
+        The warm-up state without them.
+    moments : Shared
+        The :class:`~gradmc.switch_pairs.PairMoments` learned so far.
+    """
+
+    blocks: tuple | JointWarmup
+    moments: Shared
 
 
 def settle_sweeps(judge_from: int, judge_to: int) -> int:
@@ -808,6 +827,7 @@ def _build(
     carried: np.ndarray | None = None,
     summed: tuple[str, ...] = (),
     selectors: frozenset[str] = frozenset(),
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> BoundSampler:
     """The :class:`BoundSampler` of a Gibbs sweep over ``layout``'s blocks (module doc),
     preceded by joint moves of every block (:mod:`gradmc.mode_shift`): in every sweep when
@@ -817,7 +837,9 @@ def _build(
     discrete blocks labelled in ``summed`` summed out (:func:`summed_out`): each sweep then
     draws those blocks from their exact conditional given the continuous ones, a collapsed
     Gibbs sweep. The joint moves may swap the values of Categorical blocks, of those the
-    target's metadata names as labels and of the 0/1 parts in ``selectors``.
+    target's metadata names as labels and of the 0/1 parts in ``selectors``. Each sweep begins
+    with a move of each switch pair in ``pairs`` (``(sites, entries)``, :mod:`gradmc.switch_pairs`),
+    whose frame is learned from the sweeps W/4 .. W − 1 and moves them from sweep W/2 on.
     """
     site_terms = _site_terms(target)
     marginal = summed_out(target.logdensity_fn, [b for b in layout if b.label in summed], site_terms)
@@ -880,13 +902,21 @@ def _build(
             x = x.at[block.index].set(jnp.ravel(read(state)))
         return x
 
-    def sweep(key, states, move, joint_on=False, num_moves=1, restart=None):
-        # restart: (whether, where): every block set to a flat position first, refreshed there
+    def sweep(key, states, move, joint_on=False, num_moves=1, restart=None, pair=None):
+        # restart: (whether, where): every block set to a flat position first, refreshed there;
+        # pair: (whether, frame) of the switch pairs' moves
         x = position(states) if restart is None else jnp.where(restart[0], restart[1], position(states))
-        extra_evals, extra, frame, before_joint = 0, {}, None, x
+        extra_evals, extra, frame, paired_changed, pair_evals = 0, {}, None, 0, 0
+        if pair is not None:
+            before_pairs = x
+            x, accepted = pair_moves(jax.random.fold_in(key, 2 * len(layout) + 1), x, *pair)
+            pair_evals = extra_evals = jnp.where(pair[0], 1 + pairs[0].size, 0)
+            extra[f"{switch_pairs.NAME}.acceptance_rate"] = accepted / pairs[0].size
+            paired_changed = jnp.sum(before_pairs[pairs[0]] != x[pairs[0]])
+        before_joint = x
         if joint_on is not False:  # True: every sweep; a traced flag: from when warm-up switched it on
             x, accepted, frame = joint_move(jax.random.fold_in(key, 2 * len(layout)), x, joint_on, num_moves)
-            extra_evals = jnp.where(joint_on, mode_shift.grad_evals(carried.size, num_moves), 0)
+            extra_evals = extra_evals + jnp.where(joint_on, mode_shift.grad_evals(carried.size, num_moves), 0)
             extra = {f"{JOINT}.acceptance_rate": accepted / jnp.maximum(num_moves, 1)}  # none where it is off
         new_states, stats, after_joint = [], [], x
         for i, (block, state) in enumerate(zip(layout, states, strict=True)):
@@ -902,12 +932,21 @@ def _build(
         if whiten:  # the block's frame: the joint move's where it moved, else computed for the block alone
             extra_evals = extra_evals + jnp.where(joint_on & share_frame, 0, whitening.grad_evals(continuous.size))
         combined = _combined_stats(stats, [b.label for b in layout], refreshes + extra_evals)
-        changed = jnp.sum(after_joint[discrete_index] != x[discrete_index])  # by the blocks' own moves
+        # by the blocks' own moves and the switch pairs'
+        changed = jnp.sum(after_joint[discrete_index] != x[discrete_index]) + paired_changed
         joint_changed = jnp.sum(before_joint[discrete_index] != after_joint[discrete_index])
-        own_evals = sum(s.num_grad_evals for s in stats) + refreshes
+        own_evals = sum(s.num_grad_evals for s in stats) + refreshes + pair_evals
         level = stats[last_discrete].logdensity  # the joint's: a discrete block's moves never sum a block out
         combined = combined._replace(extra={**combined.extra, **extra})
         return tuple(new_states), combined, (changed, joint_changed), own_evals, level
+
+    def pair_moves(key, x, on, pair_frame):
+        def moved(x):
+            level = target.logdensity_fn(x)
+            x, _, accepted = switch_pairs.pair_moves(key, x, target.logdensity_fn, level, *pairs, pair_frame)
+            return x, accepted
+
+        return moved(x) if on is True else jax.lax.cond(on, moved, lambda x: (x, jnp.int32(0)), x)
 
     def joint_move(key, x, on, num_moves):
         """``num_moves`` mode-shift moves where ``on``, and the continuous block's frame at the
@@ -932,7 +971,7 @@ def _build(
             bound(block, start).init(jax.random.fold_in(key, i), start[block.index].reshape(block.space.event_shape))
             for i, block in enumerate(layout)
         )
-        return (
+        states = (
             JointWarmup(
                 states,
                 Shared((jnp.float32(0), jnp.float32(0), jnp.float32(0), jnp.bool_(False), jnp.int32(1))),
@@ -942,8 +981,11 @@ def _build(
             if joint == JUDGED
             else states
         )
+        if pairs is None:
+            return states
+        return PairedWarmup(states, Shared(switch_pairs.no_moments(pairs[0].size, zero.dtype)))
 
-    def blockwise(key, states, t, joint_on, num_moves=1, restart=None):
+    def blockwise(key, states, t, joint_on, num_moves=1, restart=None, pair=None):
         # a block of s steps per sweep takes warm-up steps s t, ..., s t + s - 1 of its s W
         return sweep(
             key,
@@ -952,11 +994,23 @@ def _build(
             joint_on,
             num_moves,
             restart,
+            pair,
         )
 
     def warmup_step(key, states, t):
+        if pairs is None:
+            return judged_warmup_step(key, states, t)
+        moments = states.moments.value
+        on = t >= num_warmup // 2
+        inner, stats = judged_warmup_step(key, states.blocks, t, (on, switch_pairs.frame(moments)))
+        learned = switch_pairs.add_draw(moments, read_position(inner), *pairs)
+        learning = (t >= num_warmup // 4) & (t < num_warmup)
+        moments = jax.tree.map(lambda new, old: jnp.where(learning, new, old), learned, moments)
+        return PairedWarmup(inner, Shared(moments)), stats
+
+    def judged_warmup_step(key, states, t, pair=None):
         if joint != JUDGED:
-            return blockwise(key, states, t, joint == mode_shift.NAME)[:2]
+            return blockwise(key, states, t, joint == mode_shift.NAME, pair=pair)[:2]
         judge_from, judge_to = num_warmup // 2, 3 * num_warmup // 4
         trial = (t >= judge_from) & (t < judge_to)
         kept, moves = states.judged.value[3:]  # judged worth it: its moves per sweep; on trial: one
@@ -964,7 +1018,7 @@ def _build(
         before, after = states.levels
         back = (t == judge_to + settle_sweeps(judge_from, judge_to)) & ~kept & (after < before)
         new, stats, changed, evals, level = blockwise(
-            key, states.blocks, t, kept | trial, jnp.where(kept, moves, 1), (back, before_trial)
+            key, states.blocks, t, kept | trial, jnp.where(kept, moves, 1), (back, before_trial), pair
         )
         changed, joint_changed = changed
         move_evals = mode_shift.grad_evals(carried.size, 2) - mode_shift.grad_evals(carried.size, 1)
@@ -975,6 +1029,12 @@ def _build(
         return JointWarmup(new, judged, before_trial, levels), stats
 
     def finalize(states):
+        if pairs is not None:
+            done, params = judged_finalize(states.blocks)
+            return done, {**params, switch_pairs.NAME: Shared(switch_pairs.frame(states.moments.value))}
+        return judged_finalize(states)
+
+    def judged_finalize(states):
         blocks_states = states.blocks if joint == JUDGED else states
         x = position(blocks_states)
         done = [bound(block, x).finalize(state) for block, state in zip(layout, blocks_states, strict=True)]
@@ -987,14 +1047,26 @@ def _build(
         joint_on, moves = (
             (params[JOINT].value, params[JOINT_MOVES].value) if joint == JUDGED else (joint == mode_shift.NAME, 1)
         )
-        return sweep(key, states, lambda b, k, state, i, j: b.step(k, state, params[layout[i].label]), joint_on, moves)[
-            :2
-        ]
+        pair = None if pairs is None else (True, params[switch_pairs.NAME].value)
+        return sweep(
+            key,
+            states,
+            lambda b, k, state, i, j: b.step(k, state, params[layout[i].label]),
+            joint_on,
+            moves,
+            pair=pair,
+        )[:2]
 
     def read_position(states):
+        states = states.blocks if isinstance(states, PairedWarmup) else states
         return position(states.blocks if isinstance(states, JointWarmup) else states)
 
     def freeze(states):
+        if pairs is not None:  # the switch pairs' frame is learned until the end of warm-up
+            return states._replace(blocks=judged_freeze(states.blocks))
+        return judged_freeze(states)
+
+    def judged_freeze(states):
         # the joint move's flag is judged before 3W/4 and stays as it is after
         blocks_states = states.blocks if joint == JUDGED else states
         x = position(blocks_states)
@@ -1075,6 +1147,13 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
             f"the collapse {{!r}} does not exist; the choices are: {AUTO} (the continuous block's moves sum out "
             "every discrete block drawn whole from its exact conditional; the default), off",
         ),
+        (
+            switch_pairs.NAME,
+            {True: AUTO, False: "off"},
+            PAIRS_CHOICES,
+            f"the switch pairs {{!r}} do not exist; the choices are: {AUTO} (each 0/1 part flipped with the "
+            "continuous part whose curvature it switches, where the model has one; the default), off",
+        ),
     ):
         settings[key] = AUTO
         if isinstance(choice, Mapping) and key in choice and key not in target.space.parts:
@@ -1084,6 +1163,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
             if settings[key] not in choices:
                 raise ValueError(what.format(value))
     joint, whiten, collapse = settings[JOINT], settings[WHITEN], settings[COLLAPSE]
+    pair_choice = settings[switch_pairs.NAME]
     # The structural probes compare products of the log density with tolerances near float32's
     # rounding: on a GPU, float32 matrix products default to TF32's 10-bit mantissa, which would
     # read as couplings that are not there.
@@ -1151,6 +1231,22 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     every_discrete_summed = bool(summed) and all(b.label in summed for b in layout if b.space.is_discrete)
     if joint == JUDGED and (holds_nothing or every_discrete_summed) and not _has_labels(target, layout, shapes):
         joint = NO_JOINT
+    pairs = []
+    if pair_choice == AUTO and small:
+        site_parts = {
+            part: part_index(target.space, (part,))
+            for block in layout
+            if block.space.is_discrete and block.label not in summed
+            for part in block.parts
+            if isinstance(target.space.parts[part], Binary)
+        }
+        entry_parts = {part: part_index(target.space, (part,)) for block in real for part in block.parts}
+        if site_parts:
+            with jax.default_matmul_precision("highest"):
+                pairs = switch_pairs.switch_pairs(target.logdensity_fn, start(), site_parts, entry_parts)
+    paired = None
+    if pairs:
+        paired = tuple(np.concatenate([part_index(target.space, (p[i],)) for p in pairs]) for i in (0, 1))
     sums_out = f" (summing out {'+'.join(summed)})" if summed else ""
     name = ", ".join(
         f"{block.label}={block.sampler.name}"
@@ -1159,7 +1255,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
         + (" (whitened)" if whiten and block in real else "")
         + (sums_out if block in real else "")
         for block in layout
-    )
+    ) + "".join(f", {switch_pairs.NAME}={site}:{entry}" for site, entry in pairs)
     options = {
         block.label: {"sampler": block.sampler.name, "steps": block.steps, **block.sampler.options}
         | ({WHITEN: True} if whiten and block in real else {})
@@ -1171,6 +1267,8 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
         options[JOINT] = {"sampler": joint}
     elif joint == JUDGED:
         options[JOINT] = {"sampler": mode_shift.NAME, "when": JUDGED}
+    if pairs:
+        options[switch_pairs.NAME] = {site: entry for site, entry in pairs}
     joint = None if joint == NO_JOINT else joint
     carried, selectors = None, frozenset()
     if joint is not None:
@@ -1182,6 +1280,6 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
             carried = part_index(target.space, tuple(continuous))
 
     def build(target: Target, num_warmup: int, **_):
-        return _build(target, num_warmup, layout, joint, whiten, carried, summed, selectors)
+        return _build(target, num_warmup, layout, joint, whiten, carried, summed, selectors, paired)
 
     return Sampler(name, options, build)
