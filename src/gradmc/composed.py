@@ -917,7 +917,7 @@ def _build(
         if joint_on is not False:  # True: every sweep; a traced flag: from when warm-up switched it on
             x, accepted, frame = joint_move(jax.random.fold_in(key, 2 * len(layout)), x, joint_on, num_moves)
             extra_evals = extra_evals + jnp.where(joint_on, mode_shift.grad_evals(carried.size, num_moves), 0)
-            extra = {f"{JOINT}.acceptance_rate": accepted / jnp.maximum(num_moves, 1)}  # none where it is off
+            extra[f"{JOINT}.acceptance_rate"] = accepted / jnp.maximum(num_moves, 1)  # none where it is off
         new_states, stats, after_joint = [], [], x
         for i, (block, state) in enumerate(zip(layout, states, strict=True)):
             b = bound(block, x, frame if i < first_discrete else None)
