@@ -22,6 +22,7 @@ from gradmc import switch_pairs
 from gradmc.composed import composed_sampler
 from gradmc.diagnostics._common import ess_mean
 from gradmc.enumeration import ExactDistribution
+from gradmc.report import _cell, format_params
 from gradmc.spaces import Binary
 from gradmc.testing import assert_moments_match, assert_tv_within_bound
 
@@ -101,6 +102,10 @@ def test_the_frame_is_learned_in_warmup_and_frozen_for_the_kept_draws(paired_tra
     assert np.all(means == means[:1]) and np.all(scales == scales[:1])  # learned from every chain at once
     # out of the model a coefficient follows its prior (sd 5), in it the data pin it
     assert np.all(np.abs(scales[0, :, 0] / PRIOR_SCALE - 1) < 0.35) and np.all(scales[0, :, 1] < 1.0)
+    # the command line's summary names what the pairs learned
+    out, on = (float(np.median(scales[0, :, value])) for value in (0, 1))
+    line = format_params(trace.params)
+    assert f"pairs: {P} switched entries, sd {_cell(out)} when out, {_cell(on)} when in" in line
 
 
 @pytest.mark.slow  # the power check of the tests above: a second run

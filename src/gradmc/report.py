@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gradmc.base import JOINT
+from gradmc.base import JOINT, PAIRS
 from gradmc.compare import COMPARE_COLUMNS, COMPARE_LEGEND, COMPARE_TITLES, RANKING
 from gradmc.composed import JOINT_MOVES
 from gradmc.diagnostics._common import coord_names
@@ -135,6 +135,9 @@ def _learned(params, prefix: str = "") -> list[str]:
         if isinstance(value, dict):
             parts.append(f"{prefix}{name}: " + (", ".join(_learned(value)) or "nothing"))
             continue
+        if name == PAIRS:
+            parts.append(_pairs_frame(value))
+            continue
         name = f"{prefix}{name}"
         if not hasattr(value, "shape"):
             continue
@@ -159,6 +162,16 @@ def _learned(params, prefix: str = "") -> list[str]:
         else:
             parts.append(f"{name} shape {x.shape[1:]}")
     return parts
+
+
+def _pairs_frame(frame) -> str:
+    """The switch pairs' frame (``(means, sds)``, each ``(chains, pairs, 2)``, learned from all
+    chains together) in a phrase: the entries' standard deviations with their switch out and in,
+    as medians over the pairs.
+    """
+    scales = np.asarray(frame[1])[0]
+    out, on = (_cell(float(np.median(scales[:, value]))) for value in (0, 1))
+    return f"{PAIRS}: {scales.shape[0]} switched entries, sd {out} when out, {on} when in (medians)"
 
 
 def format_table(rows: Sequence[dict], columns: Sequence[str] | None = None, title: str | None = None) -> str:
