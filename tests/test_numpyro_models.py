@@ -437,6 +437,31 @@ def test_latent_classes_compared_with_are_read_per_person_and_not_as_linear():
     assert "z" not in shapes.linear and "z" in shapes.compared
 
 
+def spike_and_slab_selected(X, y):
+    """A spike and slab as NumPyro users write it: each switch selects its coefficient's prior
+    scale by comparison, between two constants."""
+    with numpyro.plate("p", X.shape[1]):
+        gamma = numpyro.sample("gamma", dist.Bernoulli(0.2))
+        beta = numpyro.sample("beta", dist.Normal(0.0, jnp.where(gamma == 1, 2.0, 0.1)))
+    numpyro.sample("y", dist.Normal(X @ beta, 1.0), obs=y)
+
+
+def test_switches_selecting_constants_hold_no_labels_and_classes_do():
+    """Both models compare with 0/1 sites that "auto" sums out of the continuous moves. Flipping a
+    latent class moves a person's answers from one class's probabilities to the other's (the
+    gradient changes in entries of both rows of p): labels, which a mode shift may exchange, so
+    warm-up judges one. Flipping a switch changes only its own coefficient's gradient (the prior
+    scale, a constant either way): no labels, no mode shift to try."""
+    from gradmc.composed import composed_sampler
+
+    classes = composed_sampler(gradmc.from_numpyro(latent_classes, ANSWERS))
+    assert classes.options["joint"]["when"] == "judged"
+    X = np.random.default_rng(1).normal(size=(30, 4)).astype(np.float32)
+    y = X @ np.array([1.5, 0.0, -1.0, 0.0], np.float32)
+    switches = composed_sampler(gradmc.from_numpyro(spike_and_slab_selected, X, y))
+    assert "summing out gamma" in switches.name and "joint" not in switches.options
+
+
 @pytest.mark.slow
 def test_latent_classes_are_exact():
     """Beta priors are conjugate to the Bernoulli answers and classes, so p(z | answers) is exact

@@ -130,7 +130,8 @@ JOINT_SHARE = 0.1
 #: Nor where every discrete block is summed out of the continuous moves (``"collapse"``) and none
 #: holds labels: those moves then see the blocks' marginal, which no block's values hold in place.
 #: On the spike and slab of benchmarks/mixed.py the trial was never kept, nor with predictors in
-#: pairs correlated 0.96 (min ESS 175 with it, 185 without), and it cost a first run 2-3 s.
+#: pairs correlated 0.96 (min ESS 175 with it, 185 without), and it cost a first run 2-3 s; written
+#: for NumPyro, whose switches select prior scales (:func:`_selectors`), 0.8 s.
 #: The trial makes the composed program larger; on the change point of benchmarks/mixed.py
 #: (shift 0.13, spread 1.0; the trial not kept) a first run took 9.3-11.9 s with it and 6.7-8.2 s
 #: without. Measured at the start of the other models (each as written for gradmc and for
@@ -1085,15 +1086,59 @@ def _build(
     )
 
 
-def _selectors(target: Target, shapes: Callable[[], PartShapes]) -> frozenset[str]:
-    """The 0/1 parts the model only selects with (``jnp.where(z == 1, a, b)``, ``a[z]``): they
-    name two alternatives, which the joint moves may swap as they swap a Categorical's labels.
+#: A continuous entry's gradient changes with a site's flip where it moves by more than this share
+#: of its size at the two points (float32 rounding; the terms the flip leaves are computed alike).
+FLIP_GRADIENT_TOLERANCE = 1e-4
+
+
+def _selectors(target: Target, shapes: Callable[[], PartShapes], start: Callable[[], jax.Array]) -> frozenset[str]:
+    """The 0/1 parts the model only selects with between unknowns (``jnp.where(z == 1, a, b)``,
+    ``a[z]``, with ``a`` and ``b`` sampled): they name two alternatives, which the joint moves
+    may swap as they swap a Categorical's labels. A part selected with that way moves the
+    model's pull from one continuous entry to another as a site flips (a datum's from one
+    component's mean to the other's), where a part selecting between constants changes at most
+    one entry's gradient per site (a spike and slab's ``Normal(0, jnp.where(gamma == 1, 2.0,
+    0.1))``: the coefficient's prior scale) and names no labels to swap (:func:`_flip_reach`).
     """
     binary = {name for name, part in target.space.parts.items() if isinstance(part, Binary | Spin)}
     if not binary:
         return frozenset()
     with jax.default_matmul_precision("highest"):
-        return frozenset(binary & (shapes().flat | shapes().compared))
+        candidates = binary & (shapes().flat | shapes().compared)
+        return frozenset(name for name in sorted(candidates) if _flip_reach(target, name, start()) > 1)
+
+
+def _flip_reach(target: Target, part: str, start: jax.Array) -> int:
+    """The most continuous entries whose gradient one site of the 0/1 ``part`` changes when it
+    flips, at ``start`` and at ``start`` with its continuous entries moved by a standard normal
+    draw (coefficients started at zero hide a scale the switch sets), in one compiled probe.
+    """
+    space = target.space
+    size = int(np.prod(start.shape))
+    sites = np.arange(size)[space.slices[part]]
+    continuous = np.ones(size, bool)
+    for name in space.discrete_parts:
+        continuous[space.slices[name]] = False
+    if not continuous.any():
+        return 0
+    total = float(np.sum(space.parts[part].values))  # a site's value and its flip add up to this
+    grad_fn = jax.grad(target.logdensity_fn)
+
+    @jax.jit
+    def reach(start):
+        moved = start + jax.random.normal(jax.random.key(5), start.shape, start.dtype) * continuous
+
+        def at(x):
+            flipped = jax.vmap(lambda i: x.at[i].set(total - x[i]))(jnp.asarray(sites))
+            grads = jax.vmap(grad_fn)(jnp.concatenate([x[None], flipped]))[:, continuous]
+            change = jnp.abs(grads[1:] - grads[:1])
+            size = jnp.abs(grads[1:]) + jnp.abs(grads[:1])
+            changed = (change > FLIP_GRADIENT_TOLERANCE * size) & jnp.isfinite(change)
+            return jnp.max(jnp.sum(changed, axis=1))
+
+        return jnp.maximum(at(start), at(moved))
+
+    return int(reach(start))
 
 
 def _holds_labels(block: Block, named: frozenset[str]) -> bool:
@@ -1103,9 +1148,11 @@ def _holds_labels(block: Block, named: frozenset[str]) -> bool:
     return isinstance(block.space, Categorical) or set(block.parts) <= named
 
 
-def _has_labels(target: Target, layout: list[Block], shapes: Callable[[], PartShapes]) -> bool:
+def _has_labels(
+    target: Target, layout: list[Block], shapes: Callable[[], PartShapes], start: Callable[[], jax.Array]
+) -> bool:
     """Whether a discrete block of ``layout`` holds labels (:func:`_holds_labels`)."""
-    named = target.metadata.get(mode_shift.LABELS, frozenset()) | _selectors(target, shapes)
+    named = target.metadata.get(mode_shift.LABELS, frozenset()) | _selectors(target, shapes, start)
     return any(_holds_labels(block, named) for block in layout if block.space.is_discrete)
 
 
@@ -1229,7 +1276,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     holds_nothing = change is not None and change.spread <= HOLD_SPREAD and change.shift <= HOLD_SHIFT
     # The continuous moves see the marginal of a block summed out of them: it cannot hold them in place
     every_discrete_summed = bool(summed) and all(b.label in summed for b in layout if b.space.is_discrete)
-    if joint == JUDGED and (holds_nothing or every_discrete_summed) and not _has_labels(target, layout, shapes):
+    if joint == JUDGED and (holds_nothing or every_discrete_summed) and not _has_labels(target, layout, shapes, start):
         joint = NO_JOINT
     pairs = []
     if pair_choice == AUTO and small:
@@ -1272,7 +1319,7 @@ def composed_sampler(target: Target, choice=AUTO) -> Sampler:
     joint = None if joint == NO_JOINT else joint
     carried, selectors = None, frozenset()
     if joint is not None:
-        selectors = _selectors(target, shapes)
+        selectors = _selectors(target, shapes, start)
         held = _held_parts(target, [name for block in real for name in block.parts], start())
         if held:
             options[JOINT]["holds"] = "+".join(held)
