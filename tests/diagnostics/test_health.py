@@ -27,7 +27,7 @@ from gradmc.base import FALLBACK, Target
 from gradmc.diagnostics import health
 from gradmc.diagnostics._common import coord_names
 from gradmc.diagnostics.health import RunWarning, run_warnings
-from gradmc.spaces import Binary, Categorical, Real, Spin
+from gradmc.spaces import Binary, Categorical, Ordinal, Product, Real, Spin
 from gradmc.trace import Trace
 from gradmc.variables import Variables, entry_name
 
@@ -319,6 +319,51 @@ def test_coordinates_without_one_named_entry_keep_their_place():
     trace.variables = variables
     line = only(run_warnings(trace), "R-hat")
     assert "x[2] (" in line and "w via x[1] (" in line
+
+
+def relabelled_trace(space, chain_labels, rng):
+    """A trace of 4 chains on ``space`` (``mu``: 3 means, ``z``: 40 sites) whose chain c holds
+    the sites' value indices ``chain_labels[c]`` (each draw moving 5 % of them at random) and the
+    means ``[-4, 0, 4]`` of the labels as chain c reads them."""
+    part = space.parts["z"]
+    draws = []
+    for labels, order in chain_labels:
+        indices = np.broadcast_to(labels, (600, labels.size)).copy()
+        moved = rng.random(indices.shape) < 0.05
+        indices[moved] = rng.integers(0, part.num_values, moved.sum())
+        mu = np.array([-4.0, 0.0, 4.0])[order] + 0.3 * rng.standard_normal((600, 3))
+        flat_z = part.values[indices].reshape(600, -1)
+        draws.append(np.concatenate([mu, flat_z], axis=-1))
+    trace = fake_trace(np.stack(draws).astype(np.float32))
+    trace.space = space
+    return trace
+
+
+@pytest.mark.parametrize("z", [Categorical(3, 40), Ordinal([1.0, 2.0, 3.0], 40)])
+def test_chains_that_found_the_labels_in_another_order_are_told_so(z):
+    """Chain 2 holds a mixture's labels 0 and 2 exchanged (its assignments and its means): the
+    warning says so, first, with the values it read so; an ordinal part is named by its values."""
+    rng = np.random.default_rng(11)
+    space = Product({"mu": Real(3), "z": z})
+    labels = rng.integers(0, 3, 40)
+    exchanged = np.array([2, 1, 0])[labels]
+    same, swapped = (labels, np.arange(3)), (exchanged, np.array([2, 1, 0]))
+    lines = run_warnings(relabelled_trace(space, [same, same, swapped, same], rng))
+    line = only(lines, "relabelled")
+    read = "0, 2 read as 2, 0" if isinstance(z, Categorical) else "1, 3 read as 3, 1"
+    assert f"z: chain 2 of 4 agrees with chain 0 once z's values are relabelled (chain 2's {read})" in line
+    assert lines[0] == line and any("R-hat" in other for other in lines)
+
+
+def test_chains_that_disagree_otherwise_are_not_called_relabelled():
+    """Chains whose assignments differ by no relabelling (drawn afresh), or agree, get no such line."""
+    rng = np.random.default_rng(12)
+    space = Product({"mu": Real(3), "z": Categorical(3, 40)})
+    labels = rng.integers(0, 3, 40)
+    other = (rng.integers(0, 3, 40), np.array([2, 1, 0]))
+    lines = run_warnings(relabelled_trace(space, [(labels, np.arange(3))] * 3 + [other], rng))
+    assert any("R-hat" in line for line in lines) and not any("relabelled" in line for line in lines)
+    assert health._relabelled_lines(relabelled_trace(space, [(labels, np.arange(3))] * 4, rng).draws, space) == []
 
 
 # -- real runs -----------------------------------------------------------------------------------

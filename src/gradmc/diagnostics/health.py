@@ -11,6 +11,8 @@ and returns one line per problem, naming the coordinates or chains concerned and
   :data:`MIN_ESS_SINGLE_CHAIN`);
 * draws that are not finite, and coordinates constant within every chain but different
   between chains (each chain is stuck in its own state);
+* chains whose discrete sites agree with the first chain's once their values are relabelled
+  (a mixture's components found in different orders: :func:`_relabelled_lines`);
 * chains that never moved over the kept draws (every coordinate constant, or a mean
   acceptance rate at most :data:`STUCK_ACCEPTANCE`);
 * divergent transitions and proposals with a non-finite log density or gradient in the
@@ -380,6 +382,75 @@ def _split_line(const_all: np.ndarray, first: np.ndarray, frozen: np.ndarray, na
         f"({split.size} of {const_all.size} coordinates): {_DISAGREE}, each stuck in its own state, and the draws "
         "cannot be trusted; run longer, or use a sampler that moves between modes"
     ]
+
+
+#: A chain sits in a relabelling of the first chain's mode where the most frequent values of a
+#: discrete part's sites agree with the first chain's at this share of the sites once the
+#: values are relabelled, and at most :data:`UNRELABELLED_AGREEMENT` as they are.
+RELABELLED_AGREEMENT = 0.9
+UNRELABELLED_AGREEMENT = 0.5
+#: Parts (or groups of one-site parts) with fewer sites, or more values, are not read for
+#: relabellings: a few sites agree by chance, and labels are few.
+MIN_RELABELLED_SITES = 4
+MAX_LABELS = 16
+
+
+def _site_values(draws: np.ndarray, part) -> np.ndarray:
+    """The value indices ``(chain, draw, site)`` of a discrete part's flat draws."""
+    c, n = draws.shape[:2]
+    if part.values.ndim == 2:  # one-hot rows
+        return draws.reshape(c, n, part.d, part.num_values).argmax(axis=-1)
+    return np.clip(np.searchsorted(part.values, draws.reshape(c, n, part.d)), 0, part.num_values - 1)
+
+
+def _relabelled_lines(draws: np.ndarray, space) -> list[str]:
+    """The warning about chains that found a discrete part's labels in another order: for each
+    discrete part (each group of one-site parts, :meth:`~gradmc.spaces.Product.discrete_groups`),
+    the chains whose sites' most frequent values match the first chain's once relabelled by the
+    best matching of values (Hungarian algorithm on the two chains' value pairs), at
+    :data:`RELABELLED_AGREEMENT` of the sites, and not as they are.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    if not isinstance(space, Product) or draws.shape[0] < 2:
+        return []
+    found = []
+    for group in space.discrete_groups():
+        parts = [space.parts[name] for name in group]
+        k = parts[0].num_values
+        sites = sum(part.d for part in parts)
+        if isinstance(parts[0], Count) or k > MAX_LABELS or sites < MIN_RELABELLED_SITES:
+            continue
+        values = np.concatenate(
+            [_site_values(draws[..., space.slices[n]], p) for n, p in zip(group, parts, strict=True)], axis=-1
+        )
+        counts = (values[..., None] == np.arange(k)).sum(axis=1)  # (chain, site, value)
+        modes = counts.argmax(axis=-1)  # (chain, site)
+        relabelled = {}
+        for chain in range(1, len(modes)):
+            pairs = np.zeros((k, k))
+            np.add.at(pairs, (modes[chain], modes[0]), 1)
+            rows, cols = linear_sum_assignment(-pairs)
+            matched = pairs[rows, cols].sum() / sites
+            if matched >= RELABELLED_AGREEMENT and np.trace(pairs) / sites <= UNRELABELLED_AGREEMENT:
+                relabelled[chain] = [(int(a), int(b)) for a, b in zip(rows, cols, strict=True) if a != b]
+        if not relabelled:
+            continue
+        what = group[0] if len(group) == 1 else f"{group[0]}..{group[-1]}"
+        chain, moved = next(iter(relabelled.items()))
+        names = [str(i) for i in range(k)] if parts[0].values.ndim == 2 else [f"{v:g}" for v in parts[0].values]
+        read = f"{', '.join(names[a] for a, _ in moved)} read as {', '.join(names[b] for _, b in moved)}"
+        chains = _listing([str(c) for c in relabelled])
+        agree = "agree" if len(relabelled) > 1 else "agrees"
+        found.append(
+            f"{what}: chain{'s' if len(relabelled) > 1 else ''} {chains} of {len(modes)} {agree} with chain 0 once "
+            f"{what}'s values are relabelled (chain {chain}'s {read}), at {RELABELLED_AGREEMENT:.0%} of its sites or "
+            f"more: the posterior is symmetric, or nearly, in these labels, and {_DISAGREE} in which labelling they "
+            "found; what the labels index (a component's mean, ...) then differs between chains too. Tell the labels "
+            "apart (order a parameter they index, such as component means drawn as increments, or give each label "
+            "a prior of its own), or read only what does not depend on the labelling"
+        )
+    return found
 
 
 def _worst(score: np.ndarray, passed: np.ndarray, index: np.ndarray, name: Namer, value) -> tuple[int, str]:
@@ -819,6 +890,8 @@ def run_warnings(trace: Trace, entry: Entry | None = None) -> list[str]:
         mixing = []
     # the chains disagree: R-hat or split states, or chains frozen each in its own state
     unmixed = any(_DISAGREE in line for line in mixing) or (frozen is not None and bool(frozen.any()))
+    if unmixed and draws is not None and trace.draws is not None:  # the likely cause first
+        mixing = _relabelled_lines(np.asarray(trace.draws), trace.space) + mixing
     found, failed = _warmup(trace, judged, unmixed)
     stuck_lines, stuck = _stuck(trace, frozen, entry, unmixed)
     found += stuck_lines + _transitions(trace, judged) + mixing + _acceptance(trace, judged, failed | stuck)
